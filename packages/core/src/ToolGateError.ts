@@ -1,0 +1,223 @@
+/**
+ * Every failure a caller of tool-gate handles differently, as a tagged error with a readable
+ * message and the HTTP status the approval API answers with.
+ *
+ * @example
+ * import { ToolGateError } from "@tool-gate/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.fail(new ToolGateError.RequestNotFound({ requestId: "r-1" })).pipe(
+ *   Effect.catchTag("RequestNotFound", (e) => Effect.succeed(e.message))
+ * )
+ *
+ * @since 0.1.0
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/**
+ * One problem in an input, with the path of the offending value (`requireApproval[3].args.path`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Problem = Schema.Struct({ path: Schema.String, message: Schema.String })
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Problem = typeof Problem.Type
+
+const listProblems = (problems: ReadonlyArray<Problem>): string =>
+  problems.map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join("; ")
+
+/**
+ * The tool call may not run: a deny rule, a human's denial, or an approval that expired
+ * (`outcome` tells which; expiry is never reported as a human denial).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ToolDenied extends Schema.TaggedError<ToolDenied>()(
+  "ToolDenied",
+  {
+    toolCallId: Schema.String,
+    toolName: Schema.String,
+    sessionKey: Schema.String,
+    outcome: Schema.Literal("policy", "denied", "expired"),
+    reason: Schema.String,
+    rule: Schema.optional(Schema.String),
+    requestId: Schema.optional(Schema.String)
+  },
+  HttpApiSchema.annotations({ status: 403 })
+) {
+  override get message(): string {
+    const why = this.outcome === "expired"
+      ? "approval expired (timeout means deny)"
+      : this.outcome === "denied"
+      ? "denied by a human"
+      : `denied by policy rule ${this.rule ?? "default"}`
+    return `Tool call ${this.toolCallId} (${this.toolName}) ${why}: ${this.reason}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class RequestNotFound extends Schema.TaggedError<RequestNotFound>()(
+  "RequestNotFound",
+  { requestId: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {
+  override get message(): string {
+    return `No approval request with id ${this.requestId}`
+  }
+}
+
+/**
+ * A second answer that conflicts with the first. (The same answer again is not an error: it
+ * returns the first resolution.)
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AlreadyResolved extends Schema.TaggedError<AlreadyResolved>()(
+  "AlreadyResolved",
+  {
+    requestId: Schema.String,
+    status: Schema.Literal("approved", "denied", "expired"),
+    respondedBy: Schema.optional(Schema.String)
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {
+  override get message(): string {
+    return `Approval request ${this.requestId} was already ${this.status}${
+      this.respondedBy ? ` by ${this.respondedBy}` : ""
+    }; this answer was not applied`
+  }
+}
+
+/**
+ * The request's TTL passed before the answer arrived; it resolved as `expired` (deny).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RequestExpired extends Schema.TaggedError<RequestExpired>()(
+  "RequestExpired",
+  { requestId: Schema.String, expiresAt: Schema.Number },
+  HttpApiSchema.annotations({ status: 410 })
+) {
+  override get message(): string {
+    return `Approval request ${this.requestId} expired at ${new Date(this.expiresAt).toISOString()}; late answers are refused`
+  }
+}
+
+/**
+ * `resume` was asked for a request nobody has answered yet.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RequestPending extends Schema.TaggedError<RequestPending>()(
+  "RequestPending",
+  { requestId: Schema.String, expiresAt: Schema.Number },
+  HttpApiSchema.annotations({ status: 409 })
+) {
+  override get message(): string {
+    return `Approval request ${this.requestId} is still pending (expires ${new Date(this.expiresAt).toISOString()})`
+  }
+}
+
+/**
+ * The same tool-call id was approved and already ran; running it again would apply it twice.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CallAlreadyExecuted extends Schema.TaggedError<CallAlreadyExecuted>()(
+  "CallAlreadyExecuted",
+  { toolCallId: Schema.String, requestId: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {
+  override get message(): string {
+    return `Tool call ${this.toolCallId} was approved (request ${this.requestId}) and has already run`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class PolicyInvalid extends Schema.TaggedError<PolicyInvalid>()(
+  "PolicyInvalid",
+  { problems: Schema.Array(Problem), source: Schema.optional(Schema.String) },
+  HttpApiSchema.annotations({ status: 400 })
+) {
+  override get message(): string {
+    return `Invalid policy${this.source ? ` ${this.source}` : ""}: ${listProblems(this.problems)}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidToolCall extends Schema.TaggedError<InvalidToolCall>()(
+  "InvalidToolCall",
+  { problems: Schema.Array(Problem) },
+  HttpApiSchema.annotations({ status: 400 })
+) {
+  override get message(): string {
+    return `Invalid tool call: ${listProblems(this.problems)}`
+  }
+}
+
+/**
+ * An approval answer that cannot be applied as given (malformed, or edited arguments that are
+ * not valid JSON arguments).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidResponse extends Schema.TaggedError<InvalidResponse>()(
+  "InvalidResponse",
+  { problems: Schema.Array(Problem) },
+  HttpApiSchema.annotations({ status: 400 })
+) {
+  override get message(): string {
+    return `Invalid approval response: ${listProblems(this.problems)}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class SessionApprovalNotFound extends Schema.TaggedError<SessionApprovalNotFound>()(
+  "SessionApprovalNotFound",
+  { sessionApprovalId: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {
+  override get message(): string {
+    return `No active session approval with id ${this.sessionApprovalId}`
+  }
+}
+
+/**
+ * The store could not be read or written. Nothing was half-written; the caller may retry.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class PersistenceError extends Schema.TaggedError<PersistenceError>()(
+  "PersistenceError",
+  { operation: Schema.String, cause: Schema.Defect },
+  HttpApiSchema.annotations({ status: 503 })
+) {
+  override get message(): string {
+    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `Approval store failed during ${this.operation}: ${detail}`
+  }
+}
