@@ -11,6 +11,7 @@
  */
 import { Schema } from "effect"
 import { RuleRef, SessionScope } from "./Decision.js"
+import { canonicalJson } from "./internal/canonical.js"
 import { ToolArgs, ToolCall } from "./ToolCall.js"
 
 /**
@@ -49,7 +50,9 @@ export const ApprovalResponse = Schema.Struct({
   reason: Schema.optional(Schema.String),
   respondedBy: Schema.optional(Schema.String),
   scope: Schema.optional(SessionScope),
-  editedArgs: Schema.optional(ToolArgs)
+  editedArgs: Schema.optional(ToolArgs),
+  /** for `approve_session`: the session approval lapses after this many milliseconds */
+  sessionTtlMs: Schema.optional(Schema.Number.pipe(Schema.positive()))
 })
 /**
  * @since 0.1.0
@@ -65,6 +68,7 @@ export type ApprovalResponse = typeof ApprovalResponse.Type
  */
 export const Resolution = Schema.Struct({
   status: Schema.Literal("approved", "denied", "expired"),
+  /** what the human answered; `status` is the outcome (an edit the policy denies ends `denied`) */
   decision: Schema.optional(Schema.Literal("approve_once", "approve_session", "deny")),
   reason: Schema.optional(Schema.String),
   respondedBy: Schema.optional(Schema.String),
@@ -124,10 +128,11 @@ export const effectiveArgs = (request: ApprovalRequest): ToolArgs =>
 
 /**
  * Whether a second answer is the same as the one that resolved the request (then it is
- * idempotent and returns the first resolution).
+ * idempotent and returns the first resolution): same decision, same edited arguments.
  *
  * @since 0.1.0
  * @category utils
  */
 export const sameAnswer = (resolution: Resolution, response: ApprovalResponse): boolean =>
-  resolution.decision === response.decision
+  resolution.decision === response.decision &&
+  canonicalJson(resolution.editedArgs ?? null) === canonicalJson(response.editedArgs ?? null)

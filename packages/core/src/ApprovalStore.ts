@@ -1,0 +1,327 @@
+/**
+ * Where requests, session approvals and the audit log live. The store is the source of truth;
+ * the gate's memory is a cache. Every method is one atomic step (one transaction in SQL): a
+ * projection change and the audit event describing it commit together, and "only if still
+ * pending" is decided by the store, so answers are exactly-once across processes.
+ *
+ * `layerMemory` keeps everything in this process (tests, quick starts); `SqlApprovalStore`
+ * implements the same interface on `@effect/sql`.
+ *
+ * @example
+ * import { ApprovalStore, ToolGate, Policy } from "@tool-gate/core"
+ * import { Layer } from "effect"
+ *
+ * const Gate = ToolGate.layer({ policy: Policy.allowAll }).pipe(Layer.provide(ApprovalStore.layerMemory))
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Option, PubSub, Queue } from "effect"
+import type * as Scope from "effect/Scope"
+import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
+import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
+import { matches } from "./AuditEvent.js"
+import type { SessionApproval, SessionApprovalId } from "./SessionApproval.js"
+import { isActive } from "./SessionApproval.js"
+import type { PersistenceError } from "./ToolGateError.js"
+
+/**
+ * The outcome of a conditional resolve: applied, or refused because the request had already left
+ * `pending` (the current row is returned so the caller can tell a repeat from a conflict).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveResult =
+  | { readonly _tag: "Resolved"; readonly request: ApprovalRequest; readonly event: AuditEvent }
+  | { readonly _tag: "NotPending"; readonly request: ApprovalRequest }
+  | { readonly _tag: "NotFound" }
+
+/**
+ * A session approval before the store gives it its sequence number.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type NewSessionApproval = Omit<SessionApproval, "seq">
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionApprovalQuery {
+  readonly sessionKey?: string | undefined
+  /** only rows changed after this sequence number (granted or revoked since) */
+  readonly afterSeq?: number | undefined
+  /** only rows active at this time */
+  readonly activeAt?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface RevokeQuery {
+  readonly sessionKey?: string | undefined
+  readonly toolName?: string | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /** Appends events that change no projection (policy decisions); returns them sequenced. */
+  readonly append: (events: ReadonlyArray<UnsequencedEvent>) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
+  /**
+   * Inserts the request with its `approval.requested` event, unless a request for the same
+   * `(sessionKey, toolCall.id)` exists: then nothing is written and the existing one is returned.
+   */
+  readonly createRequest: (
+    request: ApprovalRequest,
+    event: UnsequencedEvent
+  ) => Effect.Effect<
+    { readonly created: boolean; readonly request: ApprovalRequest; readonly event: AuditEvent | undefined },
+    PersistenceError
+  >
+  /**
+   * Moves a request out of `pending`, only if it is still pending, committing the event and, for
+   * `approve_session`, the session approval with it.
+   */
+  readonly resolve: (
+    requestId: RequestId,
+    resolution: Resolution,
+    event: UnsequencedEvent,
+    grant?: NewSessionApproval
+  ) => Effect.Effect<ResolveResult, PersistenceError>
+  /** Moves `expiresAt` of a pending request; refused once it is not pending. */
+  readonly extend: (
+    requestId: RequestId,
+    expiresAt: number,
+    event: UnsequencedEvent
+  ) => Effect.Effect<ResolveResult, PersistenceError>
+  /** Records the pre-expiry warning once. `false` when already warned or no longer pending. */
+  readonly markWarned: (requestId: RequestId, event: UnsequencedEvent) => Effect.Effect<boolean, PersistenceError>
+  /** Spends an approved request: `true` for the one caller that may run the tool. */
+  readonly consume: (requestId: RequestId, at: number) => Effect.Effect<boolean, PersistenceError>
+  readonly getRequest: (requestId: RequestId) => Effect.Effect<Option.Option<ApprovalRequest>, PersistenceError>
+  readonly findByToolCall: (
+    sessionKey: string,
+    toolCallId: string
+  ) => Effect.Effect<Option.Option<ApprovalRequest>, PersistenceError>
+  /** Pending requests, oldest first, for one session or all. */
+  readonly listPending: (
+    options?: { readonly sessionKey?: string | undefined; readonly limit?: number | undefined }
+  ) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
+  /** Pending requests whose `expiresAt` is at or before `at`, oldest deadline first. */
+  readonly listDue: (at: number) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
+  /** Pending, not yet warned requests whose warning time (`expiresAt - warnBefore(ttl)`) has come. */
+  readonly listToWarn: (
+    at: number,
+    warnBefore: (ttlMs: number) => number
+  ) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
+  readonly grant: (approval: NewSessionApproval, event: UnsequencedEvent) => Effect.Effect<SessionApproval, PersistenceError>
+  /** Revokes one active session approval; `None` when there is no active one with that id. */
+  readonly revoke: (
+    id: SessionApprovalId,
+    at: number,
+    event: UnsequencedEvent
+  ) => Effect.Effect<Option.Option<SessionApproval>, PersistenceError>
+  /** Revokes every active approval matching the query with one event; returns them. */
+  readonly revokeWhere: (
+    query: RevokeQuery,
+    at: number,
+    event: UnsequencedEvent
+  ) => Effect.Effect<ReadonlyArray<SessionApproval>, PersistenceError>
+  readonly sessionApprovals: (
+    query?: SessionApprovalQuery
+  ) => Effect.Effect<ReadonlyArray<SessionApproval>, PersistenceError>
+  /** Events in sequence order. */
+  readonly events: (query?: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
+  readonly lastSeq: Effect.Effect<number, PersistenceError>
+  /**
+   * Hints that something was committed (by any process the store can observe), carrying the
+   * newest sequence number known. Readers then read the log; a hint may be coalesced or repeated.
+   */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<number>, never, Scope.Scope>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class ApprovalStore extends Context.Tag("@tool-gate/core/ApprovalStore")<ApprovalStore, Service>() {}
+
+const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey}\u0000${toolCallId}`
+
+const revokeMatches = (query: RevokeQuery) => (a: SessionApproval) =>
+  a.revokedAt === undefined &&
+  (query.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
+  (query.toolName === undefined || a.toolName === query.toolName.toLowerCase())
+
+/**
+ * An in-process store. Each method runs synchronously, so each is atomic like a transaction.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
+  const log: Array<AuditEvent> = []
+  const requests = new Map<string, ApprovalRequest>()
+  const byCall = new Map<string, string>()
+  const approvals = new Map<string, SessionApproval>()
+  const hints = yield* PubSub.sliding<number>(1)
+
+  const sequence = (event: UnsequencedEvent): AuditEvent => {
+    const sequenced: AuditEvent = { seq: log.length + 1, ...event }
+    log.push(sequenced)
+    return sequenced
+  }
+  const notify = Effect.suspend(() => PubSub.publish(hints, log.length))
+  const committed = <A>(f: () => A): Effect.Effect<A> => Effect.sync(f).pipe(Effect.tap(notify))
+
+  const transition = (
+    requestId: RequestId,
+    event: UnsequencedEvent,
+    next: (request: ApprovalRequest) => ApprovalRequest
+  ): Effect.Effect<ResolveResult> =>
+    Effect.suspend(() => {
+      const request = requests.get(requestId)
+      if (request === undefined) return Effect.succeed<ResolveResult>({ _tag: "NotFound" })
+      if (request.status !== "pending") return Effect.succeed<ResolveResult>({ _tag: "NotPending", request })
+      return committed((): ResolveResult => {
+        const updated = next(request)
+        requests.set(requestId, updated)
+        return { _tag: "Resolved", request: updated, event: sequence(event) }
+      })
+    })
+
+  const store: Service = {
+    append: (events) => committed(() => events.map(sequence)),
+    createRequest: (request, event) =>
+      Effect.suspend((): Effect.Effect<
+        { readonly created: boolean; readonly request: ApprovalRequest; readonly event: AuditEvent | undefined }
+      > => {
+        const key = callKey(request.toolCall.sessionKey, request.toolCall.id)
+        const existing = byCall.get(key)
+        if (existing !== undefined) {
+          return Effect.succeed({ created: false, request: requests.get(existing)!, event: undefined })
+        }
+        return committed(() => {
+          requests.set(request.requestId, request)
+          byCall.set(key, request.requestId)
+          return { created: true, request, event: sequence(event) }
+        })
+      }),
+    resolve: (requestId, resolution, event, grant) =>
+      transition(requestId, event, (request) => {
+        if (grant !== undefined) approvals.set(grant.id, { ...grant, seq: log.length + 1 })
+        return { ...request, status: resolution.status, resolution }
+      }),
+    extend: (requestId, expiresAt, event) =>
+      transition(requestId, event, (request) => {
+        const { warnedAt: _, ...rest } = request
+        return { ...rest, expiresAt }
+      }),
+    markWarned: (requestId, event) =>
+      transition(requestId, event, (request) => ({ ...request, warnedAt: event.at })).pipe(
+        Effect.map((result) => result._tag === "Resolved")
+      ),
+    consume: (requestId, at) =>
+      Effect.sync(() => {
+        const request = requests.get(requestId)
+        if (request === undefined || request.status !== "approved" || request.consumedAt !== undefined) return false
+        requests.set(requestId, { ...request, consumedAt: at })
+        return true
+      }),
+    getRequest: (requestId) => Effect.sync(() => Option.fromNullable(requests.get(requestId))),
+    findByToolCall: (sessionKey, toolCallId) =>
+      Effect.sync(() => {
+        const id = byCall.get(callKey(sessionKey, toolCallId))
+        return Option.fromNullable(id === undefined ? undefined : requests.get(id))
+      }),
+    listPending: (options) =>
+      Effect.sync(() => {
+        const out: Array<ApprovalRequest> = []
+        const limit = options?.limit ?? Number.POSITIVE_INFINITY
+        for (const request of requests.values()) {
+          if (out.length >= limit) break
+          if (request.status !== "pending") continue
+          if (options?.sessionKey !== undefined && request.toolCall.sessionKey !== options.sessionKey) continue
+          out.push(request)
+        }
+        return out.sort((a, b) => a.createdAt - b.createdAt)
+      }),
+    listDue: (at) =>
+      Effect.sync(() =>
+        [...requests.values()]
+          .filter((r) => r.status === "pending" && r.expiresAt <= at)
+          .sort((a, b) => a.expiresAt - b.expiresAt)
+      ),
+    listToWarn: (at, warnBefore) =>
+      Effect.sync(() =>
+        [...requests.values()].filter((r) =>
+          r.status === "pending" && r.warnedAt === undefined &&
+          r.expiresAt - warnBefore(r.expiresAt - r.createdAt) <= at
+        )
+      ),
+    grant: (approval, event) =>
+      committed(() => {
+        const seq = sequence(event).seq
+        const granted: SessionApproval = { ...approval, seq }
+        approvals.set(granted.id, granted)
+        return granted
+      }),
+    revoke: (id, at, event) =>
+      Effect.suspend(() => {
+        const current = approvals.get(id)
+        if (current === undefined || !isActive(current, at)) return Effect.succeed(Option.none())
+        return committed(() => {
+          const revoked: SessionApproval = { ...current, revokedAt: at, seq: sequence(event).seq }
+          approvals.set(id, revoked)
+          return Option.some(revoked)
+        })
+      }),
+    revokeWhere: (query, at, event) =>
+      committed(() => {
+        const seq = sequence(event).seq
+        const revoked: Array<SessionApproval> = []
+        for (const approval of approvals.values()) {
+          if (!revokeMatches(query)(approval)) continue
+          const next: SessionApproval = { ...approval, revokedAt: at, seq }
+          approvals.set(approval.id, next)
+          revoked.push(next)
+        }
+        return revoked
+      }),
+    sessionApprovals: (query) =>
+      Effect.sync(() =>
+        [...approvals.values()]
+          .filter((a) =>
+            (query?.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
+            (query?.afterSeq === undefined || a.seq > query.afterSeq) &&
+            (query?.activeAt === undefined || isActive(a, query.activeAt))
+          )
+          .sort((a, b) => a.seq - b.seq)
+      ),
+    events: (query = {}) =>
+      Effect.sync(() => {
+        const start = Math.max(0, query.afterSeq ?? 0)
+        const limit = query.limit ?? Number.POSITIVE_INFINITY
+        const keep = matches(query)
+        const out: Array<AuditEvent> = []
+        for (let i = start; i < log.length && out.length < limit; i++) {
+          if (keep(log[i]!)) out.push(log[i]!)
+        }
+        return out
+      }),
+    lastSeq: Effect.sync(() => log.length),
+    subscribe: PubSub.subscribe(hints)
+  }
+  return store
+})
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory: Layer.Layer<ApprovalStore> = Layer.effect(ApprovalStore, makeMemory)

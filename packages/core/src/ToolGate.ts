@@ -1,0 +1,873 @@
+/**
+ * The gate between an agent and its tools: decides allow / deny / requireApproval for every tool
+ * call, pauses with a `PauseSignal` when a human must answer, takes the answer from any process
+ * that shares the store, and streams every decision to auditors.
+ *
+ * @example
+ * import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+ * import { Effect, Layer } from "effect"
+ *
+ * const policy = Policy.unsafeMake({ deny: ["rm"], requireApproval: ["bash"] })
+ * const GateLive = ToolGate.layer({ policy }).pipe(Layer.provide(ApprovalStore.layerMemory))
+ *
+ * const program = Effect.gen(function*() {
+ *   const gate = yield* ToolGate.ToolGate
+ *   return yield* gate.evaluate({ id: "c1", name: "ls", sessionKey: "s1" })
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(GateLive)))
+ *
+ * @since 0.1.0
+ */
+import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, ParseResult, PubSub, Queue, Ref, Schedule, Schema, Stream } from "effect"
+import type * as Scope from "effect/Scope"
+import * as ApprovalRequest from "./ApprovalRequest.js"
+import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval } from "./ApprovalStore.js"
+import * as AuditEvent from "./AuditEvent.js"
+import * as Decision from "./Decision.js"
+import * as SessionIndex from "./internal/sessionIndex.js"
+import * as PauseSignal from "./PauseSignal.js"
+import type { Policy } from "./Policy.js"
+import * as SessionApproval from "./SessionApproval.js"
+import * as ToolCall from "./ToolCall.js"
+import {
+  AlreadyResolved,
+  CallAlreadyExecuted,
+  InvalidResponse,
+  InvalidToolCall,
+  type PersistenceError,
+  RequestExpired,
+  RequestNotFound,
+  RequestPending,
+  SessionApprovalNotFound,
+  ToolDenied
+} from "./ToolGateError.js"
+
+/**
+ * The tool may run now, with `call` (whose arguments are the approver's edit when there was one).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Allowed {
+  readonly _tag: "Allowed"
+  readonly call: ToolCall.ToolCall
+  /** the policy decision, when no human was involved */
+  readonly decision: Decision.Allow | undefined
+  /** the approved request, when a human approved this call */
+  readonly request: ApprovalRequest.ApprovalRequest | undefined
+}
+
+/**
+ * Hook points around every policy decision (in addition to the `audit` stream).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Hooks {
+  readonly beforePolicyDecision?: (call: ToolCall.ToolCall) => Effect.Effect<void>
+  readonly afterPolicyDecision?: (call: ToolCall.ToolCall, decision: Decision.Decision) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  readonly policy: Policy
+  readonly hooks?: Hooks | undefined
+  /** how often overdue requests are expired and warnings emitted (default 1 second) */
+  readonly sweepInterval?: Duration.DurationInput | undefined
+  /** how long before expiry an `approval.expiring` warning is emitted (default 1 minute, at most half the TTL) */
+  readonly warnBefore?: Duration.DurationInput | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CallError = InvalidToolCall | PersistenceError
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RespondError = RequestNotFound | AlreadyResolved | RequestExpired | InvalidResponse | PersistenceError
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  readonly policy: Policy
+  /** The decision for a call (policy, then session approvals). Its only side effect is the audit event. */
+  readonly evaluate: (call: ToolCall.ToolCallInput) => Effect.Effect<Decision.Decision, CallError>
+  /**
+   * `Allowed`, or a `PauseSignal` after durably creating (or finding) the approval request;
+   * fails with `ToolDenied` on deny. Asking again for the same call id returns the recorded outcome.
+   */
+  readonly authorize: (
+    call: ToolCall.ToolCallInput
+  ) => Effect.Effect<Allowed | PauseSignal.PauseSignal, ToolDenied | CallAlreadyExecuted | CallError>
+  /** Runs `run` once allowed, waiting (up to the TTL) for a human when approval is needed. */
+  readonly gate: <A, E, R>(
+    call: ToolCall.ToolCallInput,
+    run: (allowed: Allowed) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | ToolDenied | CallAlreadyExecuted | CallError, R>
+  /** Answers a request exactly once; the same answer again returns the first resolution. */
+  readonly respond: (
+    requestId: string,
+    response: Schema.Schema.Encoded<typeof ApprovalRequest.ApprovalResponse>
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError>
+  /** Waits until the request is answered or expires (timeout means deny), then returns it. */
+  readonly awaitDecision: (
+    requestId: string
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
+  /** Reads a resolved request now; fails with `RequestPending` while nobody has answered. */
+  readonly resume: (
+    requestId: string
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | RequestPending | PersistenceError>
+  readonly getRequest: (
+    requestId: string
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
+  /** Pending requests, oldest first, of one session or all. */
+  readonly pending: (
+    options?: { readonly sessionKey?: string | undefined }
+  ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
+  /** Gives a pending request `ttl` more time from now. */
+  readonly extend: (
+    requestId: string,
+    ttl: Duration.DurationInput,
+    actor?: string
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | RequestExpired | AlreadyResolved | PersistenceError>
+  /** One sweep: expires overdue requests and emits due warnings. Runs in the background too. */
+  readonly sweep: Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
+  /** Whether the session holds a tool-wide approval for the tool (or, given `call`, one covering it). */
+  readonly hasApproval: (
+    toolId: string,
+    sessionKey: string,
+    call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
+  ) => Effect.Effect<boolean>
+  /** `true` grants the session a tool-wide approval; `false` revokes the session's approvals of the tool. */
+  readonly recordApproval: (
+    toolId: string,
+    sessionKey: string,
+    approved: boolean,
+    options?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
+  ) => Effect.Effect<void, PersistenceError>
+  /** Revokes the session approvals of one session, or of all sessions; returns how many. */
+  readonly clearApprovals: (sessionKey?: string, actor?: string) => Effect.Effect<number, PersistenceError>
+  /** Active session approvals of one session or all. */
+  readonly sessionApprovals: (
+    sessionKey?: string
+  ) => Effect.Effect<ReadonlyArray<SessionApproval.SessionApproval>, PersistenceError>
+  readonly revokeApproval: (
+    id: string,
+    actor?: string
+  ) => Effect.Effect<SessionApproval.SessionApproval, SessionApprovalNotFound | PersistenceError>
+  /**
+   * The request for a `RequireApproval` decision (created, or found for the same call id);
+   * `undefined` when the decision needs no approval or a session approval already covers the call.
+   */
+  readonly createApprovalRequest: (
+    decision: Decision.Decision,
+    call: ToolCall.ToolCallInput
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest | undefined, CallError>
+  /** Live events, in sequence order, from the moment the stream is run. */
+  readonly audit: Stream.Stream<AuditEvent.AuditEvent>
+  /** Durable replay of the log from `afterSeq`, then the live tail: nothing missed, nothing twice. */
+  readonly auditLog: (query?: AuditEvent.AuditQuery) => Stream.Stream<AuditEvent.AuditEvent, PersistenceError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class ToolGate extends Context.Tag("@tool-gate/core/ToolGate")<ToolGate, Service>() {}
+
+const decodeResponse = Schema.decodeUnknownEither(ApprovalRequest.ApprovalResponse, { errors: "all" })
+
+const newId = (prefix: string): string => `${prefix}_${crypto.randomUUID()}`
+
+const PROJECTION_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
+  "approval.resolved",
+  "session.granted",
+  "session.revoked",
+  "approvals.cleared"
+])
+
+const callFields = (call: ToolCall.ToolCall) => ({
+  sessionKey: call.sessionKey,
+  toolCallId: call.id,
+  toolName: call.name
+})
+
+const decisionEvent = (call: ToolCall.ToolCall, decision: Decision.Decision, at: number): AuditEvent.UnsequencedEvent => ({
+  at,
+  type: "decision",
+  outcome: Decision.outcome(decision),
+  ...callFields(call),
+  policyVersion: decision.policyVersion,
+  ...(decision.rule !== undefined ? { rule: decision.rule.id, ruleSource: decision.rule.source } : {}),
+  ...(decision._tag === "Allow"
+    ? {
+      via: decision.via,
+      ...(decision.sessionApprovalId !== undefined ? { sessionApprovalId: decision.sessionApprovalId } : {})
+    }
+    : {}),
+  ...(decision._tag === "Deny" ? { reason: decision.reason } : {})
+})
+
+const requestEventBase = (request: ApprovalRequest.ApprovalRequest) => ({
+  ...callFields(request.toolCall),
+  requestId: request.requestId,
+  rule: request.rule.id,
+  ruleSource: request.rule.source,
+  policyVersion: request.policyVersion
+})
+
+const deniedError = (request: ApprovalRequest.ApprovalRequest): ToolDenied =>
+  new ToolDenied({
+    toolCallId: request.toolCall.id,
+    toolName: request.toolCall.name,
+    sessionKey: request.toolCall.sessionKey,
+    outcome: request.status === "expired" ? "expired" : "denied",
+    reason: request.resolution?.reason ?? (request.status === "expired" ? "approval timed out" : "denied"),
+    rule: request.rule.id,
+    requestId: request.requestId
+  })
+
+/**
+ * Builds the gate over the `ApprovalStore` in context. Background work (the log tailer that wakes
+ * waiters and keeps the session-approval projection fresh, and the expiry sweeper) lives in the
+ * given scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): Effect.Effect<Service, PersistenceError, ApprovalStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* ApprovalStore
+    const policy = options.policy
+    const hooks = options.hooks ?? {}
+    const sweepInterval = Duration.decode(options.sweepInterval ?? "1 second")
+    const warnBeforeMs = Duration.toMillis(options.warnBefore ?? "1 minute")
+    const warnBefore = (ttlMs: number) => Math.min(warnBeforeMs, ttlMs / 2)
+
+    // Projection of session approvals: loaded from the store, written through, caught up from the log.
+    const startSeq = yield* store.lastSeq
+    const initial = yield* store.sessionApprovals({ activeAt: yield* Clock.currentTimeMillis })
+    const index = yield* Ref.make(SessionIndex.apply({ seq: startSeq, sessions: new Map() }, initial))
+    const project = (rows: ReadonlyArray<SessionApproval.SessionApproval>) =>
+      Ref.update(index, (current) => SessionIndex.apply(current, rows))
+
+    const hub = yield* PubSub.unbounded<AuditEvent.AuditEvent>()
+    const waiters = new Map<string, Set<Deferred.Deferred<void>>>()
+
+    const decodeCall = (input: ToolCall.ToolCallInput) => ToolCall.decode(input)
+
+    const decide = (call: ToolCall.ToolCall, now: number): Effect.Effect<Decision.Decision> =>
+      Effect.map(Ref.get(index), (projection) => {
+        const decision = policy.evaluate(call)
+        if (decision._tag !== "RequireApproval") return decision
+        const grant = SessionIndex.lookup(projection, call, now)
+        if (grant === undefined) return decision
+        return {
+          _tag: "Allow",
+          via: "sessionApproval",
+          rule: decision.rule,
+          sessionApprovalId: grant.id,
+          policyVersion: decision.policyVersion
+        } satisfies Decision.Allow
+      })
+
+    const withHooks = (
+      call: ToolCall.ToolCall,
+      body: Effect.Effect<Decision.Decision, PersistenceError>
+    ): Effect.Effect<Decision.Decision, PersistenceError> => {
+      const before = hooks.beforePolicyDecision
+      const after = hooks.afterPolicyDecision
+      const withBefore = before ? Effect.zipRight(before(call), body) : body
+      return after ? Effect.tap(withBefore, (decision) => after(call, decision)) : withBefore
+    }
+
+    const evaluateDecoded = (call: ToolCall.ToolCall) =>
+      withHooks(
+        call,
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.flatMap(decide(call, now), (decision) =>
+            Effect.as(store.append([decisionEvent(call, decision, now)]), decision)))
+      )
+
+    const evaluate = (input: ToolCall.ToolCallInput) => Effect.flatMap(decodeCall(input), evaluateDecoded)
+
+    const getRequest = (requestId: string) =>
+      Effect.flatMap(
+        store.getRequest(requestId as ApprovalRequest.RequestId),
+        Option.match({
+          onNone: () => Effect.fail(new RequestNotFound({ requestId })),
+          onSome: Effect.succeed
+        })
+      )
+
+    const expire = (request: ApprovalRequest.ApprovalRequest, now: number) =>
+      Effect.flatMap(
+        store.resolve(
+          request.requestId,
+          { status: "expired", reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`, resolvedAt: now },
+          {
+            at: now,
+            type: "approval.expired",
+            outcome: "expired",
+            ...requestEventBase(request),
+            reason: "approval timed out (timeout means deny)",
+            actor: "system",
+            elapsedMs: now - request.createdAt
+          }
+        ),
+        (result) =>
+          result._tag === "NotFound" ? Effect.succeed(request) : Effect.succeed(result.request)
+      )
+
+    /** Settles a request that may be overdue: expired requests are resolved as such first. */
+    const current = (request: ApprovalRequest.ApprovalRequest, now: number) =>
+      request.status === "pending" && request.expiresAt <= now ? expire(request, now) : Effect.succeed(request)
+
+    const newRequest = (
+      call: ToolCall.ToolCall,
+      decision: Decision.RequireApproval,
+      now: number
+    ): ApprovalRequest.ApprovalRequest => {
+      const args = ToolCall.canonicalArgs(call.args)
+      const reason = decision.reason ?? `${call.name} requires approval (rule ${decision.rule.id})`
+      return {
+        requestId: newId("req") as ApprovalRequest.RequestId,
+        toolCall: call,
+        argsDigest: ToolCall.argsDigest(call.args),
+        rule: decision.rule,
+        policyVersion: decision.policyVersion,
+        sessionScope: decision.sessionScope,
+        reason,
+        prompt: `Allow ${call.name} ${args} in session ${call.sessionKey}? ${reason}`,
+        createdAt: now,
+        expiresAt: now + decision.ttlMs,
+        status: "pending"
+      }
+    }
+
+    const createRequest = (call: ToolCall.ToolCall, decision: Decision.RequireApproval, now: number) => {
+      const request = newRequest(call, decision, now)
+      return Effect.map(
+        store.createRequest(request, {
+          at: now,
+          type: "approval.requested",
+          outcome: "pending",
+          ...requestEventBase(request),
+          reason: request.reason,
+          args: ToolCall.canonicalArgs(call.args),
+          expiresAt: request.expiresAt
+        }),
+        (result) => result.request
+      )
+    }
+
+    /** A call id already seen must name the same tool and arguments, or it is a different call in disguise. */
+    const sameCall = (request: ApprovalRequest.ApprovalRequest, call: ToolCall.ToolCall) =>
+      ToolCall.normalizeName(request.toolCall.name) === ToolCall.normalizeName(call.name) &&
+        request.argsDigest === ToolCall.argsDigest(call.args)
+        ? Effect.void
+        : Effect.fail(
+          new InvalidToolCall({
+            problems: [{
+              path: "id",
+              message: `tool call id ${call.id} was already used in this session for different arguments or tool`
+            }]
+          })
+        )
+
+    const fromRecorded = (
+      request: ApprovalRequest.ApprovalRequest,
+      now: number
+    ): Effect.Effect<Allowed | PauseSignal.PauseSignal, ToolDenied | CallAlreadyExecuted | PersistenceError> =>
+      Effect.flatMap(current(request, now), (settled): Effect.Effect<
+        Allowed | PauseSignal.PauseSignal,
+        ToolDenied | CallAlreadyExecuted | PersistenceError
+      > => {
+        switch (settled.status) {
+          case "pending":
+            return Effect.succeed(PauseSignal.fromRequest(settled))
+          case "approved":
+            return Effect.flatMap(store.consume(settled.requestId, now), (spent) =>
+              spent
+                ? Effect.succeed<Allowed>({
+                  _tag: "Allowed",
+                  call: { ...settled.toolCall, args: ApprovalRequest.effectiveArgs(settled) },
+                  decision: undefined,
+                  request: settled
+                })
+                : Effect.fail(new CallAlreadyExecuted({ toolCallId: settled.toolCall.id, requestId: settled.requestId })))
+          default:
+            return Effect.fail(deniedError(settled))
+        }
+      })
+
+    const authorize = (input: ToolCall.ToolCallInput) =>
+      Effect.gen(function*() {
+        const call = yield* decodeCall(input)
+        const now = yield* Clock.currentTimeMillis
+        const recorded = yield* store.findByToolCall(call.sessionKey, call.id)
+        if (Option.isSome(recorded)) {
+          yield* sameCall(recorded.value, call)
+          return yield* fromRecorded(recorded.value, now)
+        }
+        const decision = yield* withHooks(
+          call,
+          Effect.flatMap(decide(call, now), (decision): Effect.Effect<Decision.Decision, PersistenceError> =>
+            decision._tag === "RequireApproval" ? Effect.succeed(decision) : Effect.as(
+              store.append([decisionEvent(call, decision, now)]),
+              decision
+            ))
+        )
+        switch (decision._tag) {
+          case "Allow":
+            return { _tag: "Allowed", call, decision, request: undefined } satisfies Allowed
+          case "Deny":
+            return yield* new ToolDenied({
+              toolCallId: call.id,
+              toolName: call.name,
+              sessionKey: call.sessionKey,
+              outcome: "policy",
+              reason: decision.reason,
+              rule: decision.rule.id
+            })
+          case "RequireApproval": {
+            const request = yield* createRequest(call, decision, now)
+            return yield* fromRecorded(request, now)
+          }
+        }
+      })
+
+    const wake = (requestId: string) => {
+      const set = waiters.get(requestId)
+      if (set === undefined) return Effect.void
+      waiters.delete(requestId)
+      return Effect.forEach(set, (deferred) => Deferred.succeed(deferred, undefined), { discard: true })
+    }
+
+    const register = (requestId: string) =>
+      Effect.acquireRelease(
+        Effect.flatMap(Deferred.make<void>(), (deferred) =>
+          Effect.sync(() => {
+            const set = waiters.get(requestId) ?? new Set()
+            set.add(deferred)
+            waiters.set(requestId, set)
+            return deferred
+          })),
+        (deferred) => Effect.sync(() => waiters.get(requestId)?.delete(deferred))
+      )
+
+    const awaitDecision = (requestId: string) =>
+      Effect.scoped(Effect.gen(function*() {
+        while (true) {
+          // Register before reading, so an answer committed in between still wakes us.
+          const wakeUp = yield* register(requestId)
+          const request = yield* getRequest(requestId)
+          const now = yield* Clock.currentTimeMillis
+          const settled = yield* current(request, now)
+          if (settled.status !== "pending") return settled
+          yield* Effect.raceFirst(Deferred.await(wakeUp), Effect.sleep(Duration.millis(settled.expiresAt - now)))
+        }
+      }))
+
+    const gate = <A, E, R>(input: ToolCall.ToolCallInput, run: (allowed: Allowed) => Effect.Effect<A, E, R>) => {
+      const untilDecided: Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> = Effect.flatMap(
+        authorize(input),
+        (result) =>
+          PauseSignal.isPauseSignal(result)
+            ? Effect.zipRight(awaitDecision(result.requestId).pipe(Effect.orDie), Effect.suspend(() => untilDecided))
+            : Effect.succeed(result)
+      )
+      return Effect.flatMap(untilDecided, run)
+    }
+
+    const invalidResponse = (path: string, message: string) =>
+      new InvalidResponse({ problems: [{ path, message }] })
+
+    const settleRepeat = (
+      request: ApprovalRequest.ApprovalRequest,
+      response: ApprovalRequest.ApprovalResponse
+    ): Effect.Effect<ApprovalRequest.ApprovalRequest, AlreadyResolved | RequestExpired> => {
+      if (request.status === "expired") {
+        return Effect.fail(new RequestExpired({ requestId: request.requestId, expiresAt: request.expiresAt }))
+      }
+      if (request.resolution !== undefined && ApprovalRequest.sameAnswer(request.resolution, response)) {
+        return Effect.succeed(request)
+      }
+      return Effect.fail(
+        new AlreadyResolved({
+          requestId: request.requestId,
+          status: request.status as "approved" | "denied",
+          ...(request.resolution?.respondedBy !== undefined ? { respondedBy: request.resolution.respondedBy } : {})
+        })
+      )
+    }
+
+    const resolutionFor = (
+      request: ApprovalRequest.ApprovalRequest,
+      response: ApprovalRequest.ApprovalResponse,
+      now: number
+    ): { resolution: ApprovalRequest.Resolution; grant: NewSessionApproval | undefined } => {
+      const base = {
+        decision: response.decision,
+        resolvedAt: now,
+        ...(response.respondedBy !== undefined ? { respondedBy: response.respondedBy } : {}),
+        ...(response.editedArgs !== undefined ? { editedArgs: response.editedArgs } : {})
+      }
+      if (response.decision === "deny") {
+        return {
+          resolution: { ...base, status: "denied", reason: response.reason ?? "denied by a human" },
+          grant: undefined
+        }
+      }
+      const call = { ...request.toolCall, args: response.editedArgs ?? request.toolCall.args }
+      if (response.editedArgs !== undefined) {
+        // An edit never inherits the approval blindly: the policy judges the edited call again.
+        const verdict = policy.evaluate(call)
+        if (verdict._tag === "Deny") {
+          return {
+            resolution: {
+              ...base,
+              status: "denied",
+              reason: `edited arguments are denied by policy rule ${verdict.rule.id}: ${verdict.reason}`
+            },
+            grant: undefined
+          }
+        }
+      }
+      const reason = response.reason !== undefined ? { reason: response.reason } : {}
+      if (response.decision === "approve_once") {
+        return { resolution: { ...base, ...reason, status: "approved" }, grant: undefined }
+      }
+      const scope = response.scope ?? request.sessionScope
+      const grant: NewSessionApproval = {
+        id: newId("sa") as SessionApproval.SessionApprovalId,
+        sessionKey: call.sessionKey,
+        toolName: ToolCall.normalizeName(call.name),
+        scope,
+        ...(scope === "exact"
+          ? {
+            argsDigest: ToolCall.argsDigest(call.args),
+            args: ToolCall.canonicalArgs(call.args),
+            ...(call.workingDirectory !== undefined ? { workingDirectory: call.workingDirectory } : {})
+          }
+          : {}),
+        ...(response.respondedBy !== undefined ? { grantedBy: response.respondedBy } : {}),
+        requestId: request.requestId,
+        createdAt: now,
+        ...(response.sessionTtlMs !== undefined ? { expiresAt: now + response.sessionTtlMs } : {})
+      }
+      return { resolution: { ...base, ...reason, status: "approved", sessionApprovalId: grant.id }, grant }
+    }
+
+    const respond = (requestId: string, input: unknown) =>
+      Effect.gen(function*() {
+        const decoded = decodeResponse(input)
+        if (decoded._tag === "Left") {
+          return yield* new InvalidResponse({
+            problems: ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
+              path: issue.path.map(String).join("."),
+              message: issue.message
+            }))
+          })
+        }
+        const response = decoded.right
+        if (response.scope !== undefined && response.decision !== "approve_session") {
+          return yield* invalidResponse("scope", "scope applies only to approve_session")
+        }
+        if (response.editedArgs !== undefined && response.decision === "deny") {
+          return yield* invalidResponse("editedArgs", "edited arguments apply only to an approval")
+        }
+        const request = yield* getRequest(requestId)
+        const now = yield* Clock.currentTimeMillis
+        const settled = yield* current(request, now)
+        if (settled.status !== "pending") return yield* settleRepeat(settled, response)
+        const { grant, resolution } = resolutionFor(settled, response, now)
+        const result = yield* store.resolve(
+          settled.requestId,
+          resolution,
+          {
+            at: now,
+            type: "approval.resolved",
+            outcome: resolution.status === "approved" ? "approved" : "denied",
+            ...requestEventBase(settled),
+            ...(resolution.reason !== undefined ? { reason: resolution.reason } : {}),
+            ...(response.respondedBy !== undefined ? { actor: response.respondedBy } : {}),
+            ...(grant !== undefined ? { sessionApprovalId: grant.id } : {}),
+            args: ToolCall.canonicalArgs(settled.toolCall.args),
+            ...(response.editedArgs !== undefined ? { editedArgs: ToolCall.canonicalArgs(response.editedArgs) } : {}),
+            elapsedMs: now - settled.createdAt
+          },
+          grant
+        )
+        switch (result._tag) {
+          case "NotFound":
+            return yield* new RequestNotFound({ requestId })
+          case "NotPending":
+            return yield* settleRepeat(result.request, response)
+          case "Resolved":
+            if (grant !== undefined) yield* project([{ ...grant, seq: result.event.seq }])
+            return result.request
+        }
+      })
+
+    const resume = (requestId: string) =>
+      Effect.gen(function*() {
+        const request = yield* getRequest(requestId)
+        const settled = yield* current(request, yield* Clock.currentTimeMillis)
+        if (settled.status === "pending") {
+          return yield* new RequestPending({ requestId, expiresAt: settled.expiresAt })
+        }
+        return settled
+      })
+
+    const extend = (requestId: string, ttl: Duration.DurationInput, actor?: string) =>
+      Effect.gen(function*() {
+        const request = yield* getRequest(requestId)
+        const now = yield* Clock.currentTimeMillis
+        const settled = yield* current(request, now)
+        const expiresAt = now + Duration.toMillis(ttl)
+        const refused = (r: ApprovalRequest.ApprovalRequest) =>
+          r.status === "expired"
+            ? new RequestExpired({ requestId, expiresAt: r.expiresAt })
+            : new AlreadyResolved({ requestId, status: r.status as "approved" | "denied" })
+        if (settled.status !== "pending") return yield* refused(settled)
+        const result = yield* store.extend(settled.requestId, expiresAt, {
+          at: now,
+          type: "approval.extended",
+          outcome: "pending",
+          ...requestEventBase(settled),
+          ...(actor !== undefined ? { actor } : {}),
+          expiresAt
+        })
+        switch (result._tag) {
+          case "NotFound":
+            return yield* new RequestNotFound({ requestId })
+          case "NotPending":
+            return yield* refused(result.request)
+          case "Resolved":
+            return result.request
+        }
+      })
+
+    const sweep = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const due = yield* store.listDue(now)
+      const expired = yield* Effect.forEach(due, (request) => expire(request, now))
+      const toWarn = yield* store.listToWarn(now, warnBefore)
+      yield* Effect.forEach(toWarn, (request) =>
+        store.markWarned(request.requestId, {
+          at: now,
+          type: "approval.expiring",
+          outcome: "pending",
+          ...requestEventBase(request),
+          expiresAt: request.expiresAt
+        }), { discard: true })
+      return expired.filter((request) => request.status === "expired")
+    })
+
+    const hasApproval = (
+      toolId: string,
+      sessionKey: string,
+      call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
+    ) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const projection = yield* Ref.get(index)
+        if (call === undefined) {
+          const grants = projection.sessions.get(sessionKey)?.get(ToolCall.normalizeName(toolId)) ?? []
+          return grants.some((grant) => grant.scope === "tool" && SessionApproval.isActive(grant, now))
+        }
+        const probe = {
+          id: "probe",
+          name: toolId,
+          args: call.args ?? {},
+          sessionKey,
+          ...(call.workingDirectory !== undefined ? { workingDirectory: call.workingDirectory } : {})
+        } as ToolCall.ToolCall
+        return SessionIndex.lookup(projection, probe, now) !== undefined
+      })
+
+    const recordApproval = (
+      toolId: string,
+      sessionKey: string,
+      approved: boolean,
+      recordOptions?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
+    ) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const toolName = ToolCall.normalizeName(toolId)
+        const actor = recordOptions?.grantedBy !== undefined ? { actor: recordOptions.grantedBy } : {}
+        if (approved) {
+          const granted = yield* store.grant(
+            {
+              id: newId("sa") as SessionApproval.SessionApprovalId,
+              sessionKey: sessionKey as ToolCall.SessionKey,
+              toolName,
+              scope: "tool",
+              ...(recordOptions?.grantedBy !== undefined ? { grantedBy: recordOptions.grantedBy } : {}),
+              createdAt: now,
+              ...(recordOptions?.ttl !== undefined ? { expiresAt: now + Duration.toMillis(recordOptions.ttl) } : {})
+            },
+            { at: now, type: "session.granted", outcome: "approved", sessionKey, toolName, ...actor }
+          )
+          yield* project([granted])
+        } else {
+          const revoked = yield* store.revokeWhere({ sessionKey, toolName }, now, {
+            at: now,
+            type: "session.revoked",
+            outcome: "revoked",
+            sessionKey,
+            toolName,
+            ...actor
+          })
+          yield* project(revoked)
+        }
+      })
+
+    const clearApprovals = (sessionKey?: string, actor?: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const revoked = yield* store.revokeWhere({ sessionKey }, now, {
+          at: now,
+          type: "approvals.cleared",
+          outcome: "cleared",
+          ...(sessionKey !== undefined ? { sessionKey } : {}),
+          ...(actor !== undefined ? { actor } : {})
+        })
+        yield* project(revoked)
+        return revoked.length
+      })
+
+    const revokeApproval = (id: string, actor?: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const held = (yield* store.sessionApprovals()).find((a) => a.id === id)
+        const revoked = yield* store.revoke(id as SessionApproval.SessionApprovalId, now, {
+          at: now,
+          type: "session.revoked",
+          outcome: "revoked",
+          sessionApprovalId: id,
+          ...(held !== undefined ? { sessionKey: held.sessionKey, toolName: held.toolName } : {}),
+          ...(actor !== undefined ? { actor } : {})
+        })
+        if (Option.isNone(revoked)) return yield* new SessionApprovalNotFound({ sessionApprovalId: id })
+        yield* project([revoked.value])
+        return revoked.value
+      })
+
+    const createApprovalRequest = (decision: Decision.Decision, input: ToolCall.ToolCallInput) =>
+      Effect.gen(function*() {
+        const call = yield* decodeCall(input)
+        if (decision._tag !== "RequireApproval") return undefined
+        const now = yield* Clock.currentTimeMillis
+        if (SessionIndex.lookup(yield* Ref.get(index), call, now) !== undefined) return undefined
+        const recorded = yield* store.findByToolCall(call.sessionKey, call.id)
+        if (Option.isSome(recorded)) return recorded.value
+        return yield* createRequest(call, decision, now)
+      })
+
+    const auditLog = (query: AuditEvent.AuditQuery = {}): Stream.Stream<AuditEvent.AuditEvent, PersistenceError> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        // Subscribe before replaying, so events committed during the replay arrive live.
+        const live = yield* PubSub.subscribe(hub)
+        const keep = AuditEvent.matches({ ...query, afterSeq: undefined })
+        let last = query.afterSeq ?? 0
+        const replay = Stream.paginateChunkEffect(last, (after) =>
+          Effect.map(store.events({ ...query, afterSeq: after, limit: 500 }), (page) =>
+            [
+              Chunk.fromIterable(page),
+              page.length < 500 ? Option.none<number>() : Option.some(page[page.length - 1]!.seq)
+            ] as const))
+        const tail = Stream.fromQueue(live).pipe(Stream.filter((event) => event.seq > last && keep(event)))
+        return Stream.concat(replay, tail).pipe(Stream.tap((event) => Effect.sync(() => { last = event.seq })))
+      }))
+
+    // The tailer: one reader of the log per gate, waking local waiters, feeding the live audit
+    // stream and catching the projection up with changes committed by any process.
+    const hints = yield* store.subscribe
+    const tailerState = { seq: startSeq }
+    const catchUp = Effect.gen(function*() {
+      let changedProjection = false
+      while (true) {
+        const events = yield* store.events({ afterSeq: tailerState.seq, limit: 1000 })
+        if (events.length === 0) break
+        for (const event of events) {
+          if (event.requestId !== undefined && waiters.has(event.requestId)) yield* wake(event.requestId)
+          if (PROJECTION_EVENTS.has(event.type)) changedProjection = true
+        }
+        yield* PubSub.publishAll(hub, events)
+        tailerState.seq = events[events.length - 1]!.seq
+      }
+      if (changedProjection) {
+        const projectionSeq = (yield* Ref.get(index)).seq
+        yield* project(yield* store.sessionApprovals({ afterSeq: projectionSeq }))
+      }
+    })
+    yield* Queue.take(hints).pipe(
+      Effect.zipRight(Queue.takeAll(hints)),
+      Effect.zipRight(catchUp),
+      Effect.catchAll((error) => Effect.logWarning("tool-gate: reading the audit log failed; retrying", error)),
+      Effect.forever,
+      Effect.forkScoped,
+      Effect.interruptible
+    )
+
+    // Requests that expired while no process ran are settled now; then the sweeper keeps at it.
+    yield* sweep
+    yield* sweep.pipe(
+      Effect.catchAll((error) => Effect.logWarning("tool-gate: expiry sweep failed; retrying", error)),
+      Effect.repeat(Schedule.spaced(sweepInterval)),
+      Effect.delay(sweepInterval),
+      Effect.forkScoped,
+      Effect.interruptible
+    )
+
+    return ToolGate.of({
+      policy,
+      evaluate,
+      authorize,
+      gate,
+      respond,
+      awaitDecision,
+      resume,
+      getRequest,
+      pending: (pendingOptions) => store.listPending(pendingOptions),
+      extend,
+      sweep,
+      hasApproval,
+      recordApproval,
+      clearApprovals,
+      sessionApprovals: (sessionKey) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => store.sessionApprovals({ sessionKey, activeAt: now })),
+      revokeApproval,
+      createApprovalRequest,
+      audit: Stream.fromPubSub(hub),
+      auditLog
+    })
+  })
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<ToolGate, PersistenceError, ApprovalStore> =>
+  Layer.scoped(ToolGate, make(options))
+
+/**
+ * The gate over an in-memory store: for tests and quick starts. Nothing survives the process.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (options: Options): Layer.Layer<ToolGate, PersistenceError> =>
+  layer(options).pipe(Layer.provide(storeMemory))

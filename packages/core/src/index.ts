@@ -1,0 +1,26 @@
+/**
+ * @tool-gate/core: allow / deny / requireApproval for every tool call an AI agent makes.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as ApprovalRequest from "./ApprovalRequest.js"
+/** @since 0.1.0 */
+export * as ApprovalStore from "./ApprovalStore.js"
+/** @since 0.1.0 */
+export * as AuditEvent from "./AuditEvent.js"
+/** @since 0.1.0 */
+export * as Decision from "./Decision.js"
+/** @since 0.1.0 */
+export * as PauseSignal from "./PauseSignal.js"
+/** @since 0.1.0 */
+export * as Policy from "./Policy.js"
+/** @since 0.1.0 */
+export * as SessionApproval from "./SessionApproval.js"
+/** @since 0.1.0 */
+export * as ToolCall from "./ToolCall.js"
+/** @since 0.1.0 */
+export * as ToolGate from "./ToolGate.js"
+/** @since 0.1.0 */
+export * as ToolGateError from "./ToolGateError.js"
