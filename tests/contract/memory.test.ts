@@ -1,0 +1,4 @@
+import { ApprovalStore } from "@tool-gate/core"
+import { toolGateSuite } from "./toolGateSuite.js"
+
+toolGateSuite("memory", () => ApprovalStore.layerMemory)
