@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option, PubSub, Queue } from "effect"
+import { Context, Effect, Layer, Option, Queue } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
 import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
@@ -169,15 +169,24 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
   const requests = new Map<string, ApprovalRequest>()
   const byCall = new Map<string, string>()
   const approvals = new Map<string, SessionApproval>()
-  const hints = yield* PubSub.sliding<number>(1)
+  // Each subscriber holds at most one outstanding hint: while one is unread, commits add nothing,
+  // so a burst of commits costs the reader one wake-up, not one per commit.
+  const subscribers = new Set<Queue.Queue<number>>()
 
   const sequence = (event: UnsequencedEvent): AuditEvent => {
     const sequenced: AuditEvent = { seq: log.length + 1, ...event }
     log.push(sequenced)
     return sequenced
   }
-  const notify = Effect.suspend(() => PubSub.publish(hints, log.length))
-  const committed = <A>(f: () => A): Effect.Effect<A> => Effect.sync(f).pipe(Effect.tap(notify))
+  const committed = <A>(f: () => A): Effect.Effect<A> =>
+    Effect.sync(() => {
+      const result = f()
+      for (const queue of subscribers) {
+        // size is negative while the reader waits in `take`
+        if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(log.length)
+      }
+      return result
+    })
 
   const transition = (
     requestId: RequestId,
@@ -315,7 +324,10 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
         return out
       }),
     lastSeq: Effect.sync(() => log.length),
-    subscribe: PubSub.subscribe(hints)
+    subscribe: Effect.acquireRelease(
+      Effect.tap(Queue.sliding<number>(1), (queue) => Effect.sync(() => subscribers.add(queue))),
+      (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
+    )
   }
   return store
 })

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { Effect, ParseResult, Schema } from "effect"
-import { canonicalJson, sha256 } from "./internal/canonical.js"
+import { canonicalJson, isPlainJson, sha256 } from "./internal/canonical.js"
 import { InvalidToolCall } from "./ToolGateError.js"
 
 /**
@@ -83,6 +83,35 @@ export type ToolCallInput = Schema.Schema.Encoded<typeof ToolCall>
 
 const decodeEither = Schema.decodeUnknownEither(ToolCall, { errors: "all" })
 
+const isId = (u: unknown): u is string => typeof u === "string" && u.length > 0 && u.trim() === u
+const isOptionalString = (u: unknown) => u === undefined || typeof u === "string"
+
+/**
+ * The hot path's guard: when it says yes, the schema would accept the value too (a property test
+ * holds it to that). When it says no, the schema decides and names the problems.
+ */
+const isWellFormed = (u: unknown): u is ToolCallInput => {
+  if (typeof u !== "object" || u === null) return false
+  const c = u as Record<string, unknown>
+  return isId(c.id) && isId(c.name) && isId(c.sessionKey) &&
+    (c.args === undefined ||
+      (typeof c.args === "object" && c.args !== null && !Array.isArray(c.args) &&
+        Object.getPrototypeOf(c.args) === Object.prototype && isPlainJson(c.args))) &&
+    isOptionalString(c.agentId) && isOptionalString(c.intentId) && isOptionalString(c.userId) &&
+    isOptionalString(c.workingDirectory)
+}
+
+const fromWellFormed = (c: ToolCallInput): ToolCall => ({
+  id: c.id as ToolCallId,
+  name: c.name,
+  args: c.args ?? {},
+  sessionKey: c.sessionKey as SessionKey,
+  ...(c.agentId !== undefined ? { agentId: c.agentId } : {}),
+  ...(c.intentId !== undefined ? { intentId: c.intentId } : {}),
+  ...(c.userId !== undefined ? { userId: c.userId } : {}),
+  ...(c.workingDirectory !== undefined ? { workingDirectory: c.workingDirectory } : {})
+})
+
 /**
  * Validates an unknown value as a tool call, failing with `InvalidToolCall` that names every problem.
  *
@@ -90,6 +119,7 @@ const decodeEither = Schema.decodeUnknownEither(ToolCall, { errors: "all" })
  * @category constructors
  */
 export const decode = (input: unknown): Effect.Effect<ToolCall, InvalidToolCall> => {
+  if (isWellFormed(input)) return Effect.succeed(fromWellFormed(input))
   const result = decodeEither(input)
   return result._tag === "Right"
     ? Effect.succeed(result.right)

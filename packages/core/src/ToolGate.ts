@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, ParseResult, PubSub, Queue, Ref, Schedule, Schema, Stream } from "effect"
+import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, ParseResult, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ApprovalRequest from "./ApprovalRequest.js"
 import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval } from "./ApprovalStore.js"
@@ -202,21 +202,29 @@ const callFields = (call: ToolCall.ToolCall) => ({
   toolName: call.name
 })
 
-const decisionEvent = (call: ToolCall.ToolCall, decision: Decision.Decision, at: number): AuditEvent.UnsequencedEvent => ({
-  at,
-  type: "decision",
-  outcome: Decision.outcome(decision),
-  ...callFields(call),
-  policyVersion: decision.policyVersion,
-  ...(decision.rule !== undefined ? { rule: decision.rule.id, ruleSource: decision.rule.source } : {}),
-  ...(decision._tag === "Allow"
-    ? {
-      via: decision.via,
-      ...(decision.sessionApprovalId !== undefined ? { sessionApprovalId: decision.sessionApprovalId } : {})
-    }
-    : {}),
-  ...(decision._tag === "Deny" ? { reason: decision.reason } : {})
-})
+// Built field by field rather than by spreading: this runs once per decision on the hot path.
+const decisionEvent = (call: ToolCall.ToolCall, decision: Decision.Decision, at: number): AuditEvent.UnsequencedEvent => {
+  const event: Types.Mutable<AuditEvent.UnsequencedEvent> = {
+    at,
+    type: "decision",
+    outcome: Decision.outcome(decision),
+    sessionKey: call.sessionKey,
+    toolCallId: call.id,
+    toolName: call.name,
+    policyVersion: decision.policyVersion
+  }
+  if (decision.rule !== undefined) {
+    event.rule = decision.rule.id
+    event.ruleSource = decision.rule.source
+  }
+  if (decision._tag === "Allow") {
+    event.via = decision.via
+    if (decision.sessionApprovalId !== undefined) event.sessionApprovalId = decision.sessionApprovalId
+  } else if (decision._tag === "Deny") {
+    event.reason = decision.reason
+  }
+  return event
+}
 
 const requestEventBase = (request: ApprovalRequest.ApprovalRequest) => ({
   ...callFields(request.toolCall),
@@ -266,20 +274,22 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     const decodeCall = (input: ToolCall.ToolCallInput) => ToolCall.decode(input)
 
+    const decideWith = (projection: SessionIndex.SessionIndex, call: ToolCall.ToolCall, now: number): Decision.Decision => {
+      const decision = policy.evaluate(call)
+      if (decision._tag !== "RequireApproval") return decision
+      const grant = SessionIndex.lookup(projection, call, now)
+      if (grant === undefined) return decision
+      return {
+        _tag: "Allow",
+        via: "sessionApproval",
+        rule: decision.rule,
+        sessionApprovalId: grant.id,
+        policyVersion: decision.policyVersion
+      } satisfies Decision.Allow
+    }
+
     const decide = (call: ToolCall.ToolCall, now: number): Effect.Effect<Decision.Decision> =>
-      Effect.map(Ref.get(index), (projection) => {
-        const decision = policy.evaluate(call)
-        if (decision._tag !== "RequireApproval") return decision
-        const grant = SessionIndex.lookup(projection, call, now)
-        if (grant === undefined) return decision
-        return {
-          _tag: "Allow",
-          via: "sessionApproval",
-          rule: decision.rule,
-          sessionApprovalId: grant.id,
-          policyVersion: decision.policyVersion
-        } satisfies Decision.Allow
-      })
+      Effect.map(Ref.get(index), (projection) => decideWith(projection, call, now))
 
     const withHooks = (
       call: ToolCall.ToolCall,
@@ -295,8 +305,10 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       withHooks(
         call,
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.flatMap(decide(call, now), (decision) =>
-            Effect.as(store.append([decisionEvent(call, decision, now)]), decision)))
+          Effect.flatMap(Ref.get(index), (projection) => {
+            const decision = decideWith(projection, call, now)
+            return Effect.as(store.append([decisionEvent(call, decision, now)]), decision)
+          }))
       )
 
     const evaluate = (input: ToolCall.ToolCallInput) => Effect.flatMap(decodeCall(input), evaluateDecoded)

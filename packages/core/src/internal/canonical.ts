@@ -53,3 +53,33 @@ export const canonicalJson = (value: unknown): string | undefined => {
 
 /** SHA-256 (hex) of a text: collision-resistant, because an approval is bound to it. */
 export const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")
+
+/**
+ * A cheap, allocation-free check that a value is plain JSON (the hot path's guard). Depth-limited
+ * instead of cycle-tracking: anything deeper is left to `canonicalJson` to judge.
+ */
+export const isPlainJson = (value: unknown, depth = 0): boolean => {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true
+    case "number":
+      return Number.isFinite(value)
+    case "object": {
+      if (value === null) return true
+      if (depth > 32) return false
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false
+        return true
+      }
+      const proto = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== null) return false
+      for (const key in value) {
+        if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false
+      }
+      return true
+    }
+    default:
+      return false
+  }
+}
