@@ -334,7 +334,7 @@ const normalizeMatcher = (matcher: DecodedMatcher): Matcher => {
 const toRule = (source: ListName, index: number, matcher: Matcher): Rule => {
   if (typeof matcher === "string") return Object.freeze({ id: autoId(source, index), source, index, tool: matcher })
   const { id, ...fields } = matcher
-  return Object.freeze({ id: id ?? autoId(source, index), source, index, ...(fields as Omit<Rule, "id" | "source" | "index">) })
+  return Object.freeze({ id: id ?? autoId(source, index), source, index, ...fields })
 }
 
 const ruleDecision = (rule: Rule, ttlMs: number, policyVersion: string): Decision.Decision => {
@@ -387,7 +387,9 @@ const compile = (decoded: Decoded): Policy => {
     allow: decoded.allow.map(normalizeMatcher)
   })
   const version = sha256(canonicalJson(input)!)
-  const rules = Object.freeze(lists.flatMap((list) => input[list].map((matcher, index) => toRule(list, index, matcher))))
+  const rules = Object.freeze(
+    lists.flatMap((list) => input[list].map((matcher, index) => toRule(list, index, matcher)))
+  )
   const find = Evaluator.make(rules.map((rule, order) => ({
     order,
     tool: Glob.compile(rule.tool, true),

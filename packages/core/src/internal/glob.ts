@@ -5,7 +5,10 @@
  */
 
 /** One step of a pattern: a literal character (a code point), `?` or `*`. */
-export type Token = { readonly _tag: "Char"; readonly char: string } | { readonly _tag: "One" } | { readonly _tag: "Any" }
+export type Token =
+  | { readonly _tag: "Char"; readonly char: string }
+  | { readonly _tag: "One" }
+  | { readonly _tag: "Any" }
 
 const One: Token = { _tag: "One" }
 const Any: Token = { _tag: "Any" }
@@ -19,7 +22,7 @@ export const problem = (pattern: string): string | undefined => {
 }
 
 /** Splits a valid pattern into tokens; a dangling final `\` is kept literally. */
-export const tokenize = (pattern: string): Array<Token> => {
+const tokenize = (pattern: string): Array<Token> => {
   const tokens: Array<Token> = []
   let escaped = false
   for (const char of pattern) {
@@ -86,22 +89,39 @@ export const compile = (pattern: string, lowerCase = false): Glob => {
  * is always right and a `false` may be too cautious.
  */
 export const includes = (outer: ReadonlyArray<Token>, inner: ReadonlyArray<Token>): boolean => {
-  const width = inner.length + 1
-  const memo = new Map<number, boolean>()
-  const go = (i: number, j: number): boolean => {
-    const key = i * width + j
-    const known = memo.get(key)
-    if (known !== undefined) return known
+  // literal ends must agree position by position; this settles most unrelated pairs at once
+  let head = 0
+  while (head < outer.length && outer[head]._tag === "Char") {
+    const n = inner[head]
+    if (n === undefined || n._tag !== "Char" || n.char !== (outer[head] as { char: string }).char) return false
+    head++
+  }
+  if (head === outer.length) return head === inner.length
+  let tail = 0
+  while (outer[outer.length - 1 - tail]._tag === "Char") {
+    const n = inner[inner.length - 1 - tail]
+    if (inner.length - 1 - tail < head || n._tag !== "Char") return false
+    if (n.char !== (outer[outer.length - 1 - tail] as { char: string }).char) return false
+    tail++
+  }
+  const o = outer.slice(head, outer.length - tail)
+  const i = inner.slice(head, inner.length - tail)
+  const width = i.length + 1
+  // 0: not computed yet, 1: false, 2: true
+  const memo = new Uint8Array((o.length + 1) * width)
+  const go = (x: number, y: number): boolean => {
+    const key = x * width + y
+    if (memo[key] !== 0) return memo[key] === 2
     let result: boolean
-    if (i === outer.length) result = j === inner.length
+    if (x === o.length) result = y === i.length
     else {
-      const o = outer[i]
-      const n = inner[j]
-      if (o._tag === "Any") result = go(i + 1, j) || (n !== undefined && go(i, j + 1))
-      else if (o._tag === "One") result = n !== undefined && n._tag !== "Any" && go(i + 1, j + 1)
-      else result = n !== undefined && n._tag === "Char" && n.char === o.char && go(i + 1, j + 1)
+      const a = o[x]
+      const b = i[y]
+      if (a._tag === "Any") result = go(x + 1, y) || (b !== undefined && go(x, y + 1))
+      else if (a._tag === "One") result = b !== undefined && b._tag !== "Any" && go(x + 1, y + 1)
+      else result = b !== undefined && b._tag === "Char" && b.char === a.char && go(x + 1, y + 1)
     }
-    memo.set(key, result)
+    memo[key] = result ? 2 : 1
     return result
   }
   return go(0, 0)

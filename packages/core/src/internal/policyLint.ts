@@ -35,13 +35,41 @@ const label = (rule: LintRule): string => {
   return rule.id === path ? `${path} (tool "${rule.tool}")` : `${path} "${rule.id}" (tool "${rule.tool}")`
 }
 
-const tokens = (pattern: string, lowerCase = false): ReadonlyArray<Glob.Token> => Glob.compile(pattern, lowerCase).tokens
+const article = (source: LintRule["source"]): string => (source === "allow" ? "an allow" : `a ${source}`)
+
+const tokens = (pattern: string, lowerCase = false): ReadonlyArray<Glob.Token> =>
+  Glob.compile(pattern, lowerCase).tokens
 
 const isSpace = (token: Glob.Token | undefined): boolean => token?._tag === "Char" && /^\s$/u.test(token.char)
 
+/** An argument pattern with its glob tokens when it is a string, its canonical JSON otherwise. */
+type ArgPattern = { readonly pattern: string; readonly tokens: ReadonlyArray<Glob.Token> } | {
+  readonly pattern: unknown
+  readonly canonical: string | undefined
+}
+
+/** A rule with its patterns tokenized once, for the pairwise shadowing checks. */
+interface Prepared {
+  readonly rule: LintRule
+  readonly tool: ReadonlyArray<Glob.Token>
+  readonly agent: ReadonlyArray<Glob.Token> | undefined
+  readonly intent: ReadonlyArray<Glob.Token> | undefined
+  readonly args: ReadonlyMap<string, ArgPattern>
+}
+
+const prepare = (rule: LintRule): Prepared => ({
+  rule,
+  tool: tokens(rule.tool, true),
+  agent: rule.agent === undefined ? undefined : tokens(rule.agent),
+  intent: rule.intent === undefined ? undefined : tokens(rule.intent),
+  args: new Map(Object.entries(rule.args ?? {}).map(([path, pattern]): [string, ArgPattern] => [
+    path,
+    typeof pattern === "string" ? { pattern, tokens: tokens(pattern) } : { pattern, canonical: canonicalJson(pattern) }
+  ]))
+})
+
 /** Why the rule can never match any call, or `undefined` when it might. */
-const neverMatches = (rule: LintRule): string | undefined => {
-  const tool = tokens(rule.tool)
+const neverMatches = ({ rule, tool }: Prepared): string | undefined => {
   if (isSpace(tool[0]) || isSpace(tool.at(-1))) {
     return `tool "${rule.tool}" starts or ends with a space, and tool names never do`
   }
@@ -62,59 +90,67 @@ const neverMatches = (rule: LintRule): string | undefined => {
   return undefined
 }
 
-/** Whether `outer` matches every value `inner` matches (sound, not complete). */
-const valueCovers = (outer: unknown, inner: unknown): boolean => {
-  if (typeof outer === "string") {
-    if (typeof inner === "string") return Glob.includes(tokens(outer), tokens(inner))
-    return (typeof inner === "number" || typeof inner === "boolean") && Glob.compile(outer).test(String(inner))
+/** Whether `outer` matches every argument value `inner` matches (sound, not complete). */
+const valueCovers = (outer: ArgPattern, inner: ArgPattern): boolean => {
+  if ("tokens" in outer) {
+    if ("tokens" in inner) return Glob.includes(outer.tokens, inner.tokens)
+    // a glob sees numbers and booleans as their JSON text
+    return (typeof inner.pattern === "number" || typeof inner.pattern === "boolean") &&
+      Glob.compile(outer.pattern).test(String(inner.pattern))
   }
-  return typeof inner !== "string" && canonicalJson(outer) === canonicalJson(inner)
+  return "canonical" in inner && outer.canonical === inner.canonical
 }
 
-const optionalCovers = (outer: string | undefined, inner: string | undefined): boolean =>
-  outer === undefined || (inner !== undefined && Glob.includes(tokens(outer), tokens(inner)))
+const optionalCovers = (outer: ReadonlyArray<Glob.Token> | undefined, inner: ReadonlyArray<Glob.Token> | undefined) =>
+  outer === undefined || (inner !== undefined && Glob.includes(outer, inner))
 
 /** Whether `outer` matches every call `inner` matches. */
-const covers = (outer: LintRule, inner: LintRule): boolean => {
-  if (!Glob.includes(tokens(outer.tool, true), tokens(inner.tool, true))) return false
+const covers = (outer: Prepared, inner: Prepared): boolean => {
+  if (!Glob.includes(outer.tool, inner.tool)) return false
   if (!optionalCovers(outer.agent, inner.agent) || !optionalCovers(outer.intent, inner.intent)) return false
-  const innerArgs = inner.args ?? {}
-  return Object.entries(outer.args ?? {}).every(([path, pattern]) =>
-    Object.prototype.hasOwnProperty.call(innerArgs, path) && valueCovers(pattern, innerArgs[path])
-  )
+  for (const [path, pattern] of outer.args) {
+    const other = inner.args.get(path)
+    if (other === undefined || !valueCovers(pattern, other)) return false
+  }
+  return true
 }
 
 /** All warnings, rule by rule in precedence order. `rules` must be in precedence order. */
 export const lint = (rules: ReadonlyArray<LintRule>): Array<Warning> => {
   const warnings: Array<Warning> = []
-  const live: Array<LintRule> = []
+  const live: Array<Prepared> = []
   for (const rule of rules) {
+    const prepared = prepare(rule)
     const path = pathOf(rule)
     const warn = (kind: Warning["kind"], message: string) =>
       warnings.push({ ruleId: rule.id, path, kind, message: `${label(rule)}: ${message}` })
     if (rule.source !== "requireApproval") {
       if (rule.ttlMs !== undefined) {
-        warn("noEffect", `ttlMs has no effect on a ${rule.source} rule (only requireApproval rules wait)`)
+        warn("noEffect", `ttlMs has no effect on ${article(rule.source)} rule (only requireApproval rules wait)`)
       }
       if (rule.sessionScope !== undefined) {
-        warn("noEffect", `sessionScope has no effect on a ${rule.source} rule (only requireApproval rules are approved)`)
+        warn(
+          "noEffect",
+          `sessionScope has no effect on ${article(rule.source)} rule (only requireApproval rules are approved)`
+        )
       }
     }
-    const never = neverMatches(rule)
+    const never = neverMatches(prepared)
     if (never !== undefined) {
       warn("neverMatches", `never matches: ${never}`)
       continue
     }
-    const winner = live.find((earlier) => covers(earlier, rule))
+    const winner = live.find((earlier) => covers(earlier, prepared))?.rule
     if (winner !== undefined) {
       warn(
         "shadowed",
         winner.source === rule.source
           ? `never applies: the earlier rule ${label(winner)} matches every call it matches`
-          : `never applies: ${label(winner)} matches every call it matches, and ${winner.source} takes precedence over ${rule.source}`
+          : `never applies: ${label(winner)} matches every call it matches, and ${winner.source} ` +
+            `takes precedence over ${rule.source}`
       )
     }
-    live.push(rule)
+    live.push(prepared)
   }
   return warnings
 }
