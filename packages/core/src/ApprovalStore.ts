@@ -49,6 +49,7 @@ export type NewSessionApproval = Omit<SessionApproval, "seq">
  * @category models
  */
 export interface SessionApprovalQuery {
+  readonly id?: string | undefined
   readonly sessionKey?: string | undefined
   /** only rows changed after this sequence number (granted or revoked since) */
   readonly afterSeq?: number | undefined
@@ -114,10 +115,13 @@ export interface Service {
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
   /** Pending requests whose `expiresAt` is at or before `at`, oldest deadline first. */
   readonly listDue: (at: number) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
-  /** Pending, not yet warned requests whose warning time (`expiresAt - warnBefore(ttl)`) has come. */
+  /**
+   * Pending, not yet warned requests whose warning time has come:
+   * `expiresAt - min(warnBeforeMs, (expiresAt - createdAt) / 2) <= at`.
+   */
   readonly listToWarn: (
     at: number,
-    warnBefore: (ttlMs: number) => number
+    warnBeforeMs: number
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
   readonly grant: (approval: NewSessionApproval, event: UnsequencedEvent) => Effect.Effect<SessionApproval, PersistenceError>
   /** Revokes one active session approval; `None` when there is no active one with that id. */
@@ -266,11 +270,11 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
           .filter((r) => r.status === "pending" && r.expiresAt <= at)
           .sort((a, b) => a.expiresAt - b.expiresAt)
       ),
-    listToWarn: (at, warnBefore) =>
+    listToWarn: (at, warnBeforeMs) =>
       Effect.sync(() =>
         [...requests.values()].filter((r) =>
           r.status === "pending" && r.warnedAt === undefined &&
-          r.expiresAt - warnBefore(r.expiresAt - r.createdAt) <= at
+          r.expiresAt - Math.min(warnBeforeMs, (r.expiresAt - r.createdAt) / 2) <= at
         )
       ),
     grant: (approval, event) =>
@@ -306,6 +310,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
       Effect.sync(() =>
         [...approvals.values()]
           .filter((a) =>
+            (query?.id === undefined || a.id === query.id) &&
             (query?.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
             (query?.afterSeq === undefined || a.seq > query.afterSeq) &&
             (query?.activeAt === undefined || isActive(a, query.activeAt))

@@ -260,7 +260,6 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const hooks = options.hooks ?? {}
     const sweepInterval = Duration.decode(options.sweepInterval ?? "1 second")
     const warnBeforeMs = Duration.toMillis(options.warnBefore ?? "1 minute")
-    const warnBefore = (ttlMs: number) => Math.min(warnBeforeMs, ttlMs / 2)
 
     // Projection of session approvals: loaded from the store, written through, caught up from the log.
     const startSeq = yield* store.lastSeq
@@ -675,7 +674,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       const now = yield* Clock.currentTimeMillis
       const due = yield* store.listDue(now)
       const expired = yield* Effect.forEach(due, (request) => expire(request, now))
-      const toWarn = yield* store.listToWarn(now, warnBefore)
+      const toWarn = yield* store.listToWarn(now, warnBeforeMs)
       yield* Effect.forEach(toWarn, (request) =>
         store.markWarned(request.requestId, {
           at: now,
@@ -763,7 +762,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const revokeApproval = (id: string, actor?: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const held = (yield* store.sessionApprovals()).find((a) => a.id === id)
+        const [held] = yield* store.sessionApprovals({ id })
         const revoked = yield* store.revoke(id as SessionApproval.SessionApprovalId, now, {
           at: now,
           type: "session.revoked",
