@@ -10,9 +10,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, ParseResult, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { canonicalJson, isPlainJson, sha256 } from "./internal/canonical.js"
-import { InvalidToolCall } from "./ToolGateError.js"
+import { InvalidToolCall, problemsOf } from "./ToolGateError.js"
 
 /**
  * @since 0.1.0
@@ -124,12 +124,7 @@ export const decode = (input: unknown): Effect.Effect<ToolCall, InvalidToolCall>
   return result._tag === "Right"
     ? Effect.succeed(result.right)
     : Effect.fail(
-      new InvalidToolCall({
-        problems: ParseResult.ArrayFormatter.formatErrorSync(result.left).map((issue) => ({
-          path: issue.path.map(String).join("."),
-          message: issue.message
-        }))
-      })
+new InvalidToolCall({ problems: problemsOf(result.left) })
     )
 }
 

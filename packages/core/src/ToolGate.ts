@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, ParseResult, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
+import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ApprovalRequest from "./ApprovalRequest.js"
 import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval } from "./ApprovalStore.js"
@@ -36,6 +36,7 @@ import {
   InvalidResponse,
   InvalidToolCall,
   type PersistenceError,
+  problemsOf,
   RequestExpired,
   RequestNotFound,
   RequestPending,
@@ -584,12 +585,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       Effect.gen(function*() {
         const decoded = decodeResponse(input)
         if (decoded._tag === "Left") {
-          return yield* new InvalidResponse({
-            problems: ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
-              path: issue.path.map(String).join("."),
-              message: issue.message
-            }))
-          })
+          return yield* new InvalidResponse({ problems: problemsOf(decoded.left) })
         }
         const response = decoded.right
         if (response.scope !== undefined && response.decision !== "approve_session") {

@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import { HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 
 /**
  * One problem in an input, with the path of the offending value (`requireApproval[3].args.path`).
@@ -27,6 +27,18 @@ export const Problem = Schema.Struct({ path: Schema.String, message: Schema.Stri
  * @category models
  */
 export type Problem = typeof Problem.Type
+
+/**
+ * Every problem of a schema decoding failure, with its path (`args.n`, `editedArgs.path`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const problemsOf = (error: ParseResult.ParseError): Array<Problem> =>
+  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message
+  }))
 
 const listProblems = (problems: ReadonlyArray<Problem>): string =>
   problems.map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join("; ")
