@@ -1,0 +1,124 @@
+/**
+ * tool-gate on an embedded SQLite file: the default store. One file in WAL mode holds requests,
+ * session approvals and the audit log; any number of processes may open it. On Bun the driver is
+ * `@effect/sql-sqlite-bun` (bun:sqlite), elsewhere `@effect/sql-sqlite-node` (better-sqlite3,
+ * which does not load in Bun). A process waiting on an answer is woken when another process
+ * commits, by a watch on the database's directory (the WAL file changes on every commit), with a
+ * slow poll behind it.
+ *
+ * @example
+ * import { Policy, ToolGate } from "@tool-gate/core"
+ * import { ToolGateSqlite } from "@tool-gate/sqlite"
+ * import { Effect } from "effect"
+ *
+ * const GateLive = ToolGateSqlite.layer({
+ *   filename: ".toolgate/toolgate.db",
+ *   policy: Policy.unsafeMake({ requireApproval: ["bash"] })
+ * })
+ *
+ * const program = Effect.flatMap(ToolGate.ToolGate, (gate) => gate.pending())
+ * Effect.runPromise(program.pipe(Effect.provide(GateLive)))
+ *
+ * @since 0.1.0
+ */
+import { SqlClient } from "@effect/sql"
+import type { ApprovalStore, ToolGateError } from "@tool-gate/core"
+import { SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import { Clock, Context, Duration, Effect, Layer, Stream } from "effect"
+import { mkdirSync, watch } from "node:fs"
+import { basename, dirname, resolve } from "node:path"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface StoreOptions extends SqlApprovalStore.Options {
+  /** the database file; its directory is created when missing */
+  readonly filename: string
+  /** the poll behind the file watch (default 250 ms) */
+  readonly fallbackInterval?: Duration.DurationInput | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options extends StoreOptions, ToolGate.Options {}
+
+const isBun = typeof (globalThis as { readonly Bun?: unknown }).Bun !== "undefined"
+
+/**
+ * A `SqlClient` on the file, with the driver for the runtime this runs on.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, ToolGateError.PersistenceError> =>
+  Layer.unwrapEffect(
+    Effect.promise(async () => {
+      mkdirSync(dirname(resolve(filename)), { recursive: true })
+      const driver = isBun
+        ? (await import("@effect/sql-sqlite-bun")).SqliteClient.layer({ filename })
+        : (await import("@effect/sql-sqlite-node")).SqliteClient.layer({ filename })
+      return Layer.map(driver, (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient)))
+    })
+  ).pipe(Layer.orDie)
+
+const wallClock = Clock.make()
+
+/**
+ * Signals whenever a file next to the database (the database, its `-wal` or `-shm`) changes, and
+ * every `fallbackInterval` of wall-clock time in case the platform drops a watch event.
+ */
+const fileChanges = (filename: string, fallbackInterval: Duration.DurationInput): Stream.Stream<void> => {
+  const path = resolve(filename)
+  const name = basename(path)
+  const watched = Stream.async<void>((emit) => {
+    const watcher = watch(dirname(path), (_event, changed) => {
+      if (changed === null || changed.startsWith(name)) emit.single(undefined)
+    })
+    watcher.on("error", () => emit.end())
+    return Effect.sync(() => watcher.close())
+  })
+  const polled = Stream.repeatEffect(Effect.withClock(Effect.sleep(fallbackInterval), wallClock))
+  return Stream.merge(watched, polled)
+}
+
+/**
+ * Wake-ups for a SQLite file shared by several processes: a watch on the database's directory
+ * plus a slow poll.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFileFeed = (
+  filename: string,
+  fallbackInterval: Duration.DurationInput = "250 millis"
+): Layer.Layer<SqlApprovalStore.SqlChangeFeed> =>
+  Layer.succeed(SqlApprovalStore.SqlChangeFeed, {
+    onCommit: () => Effect.void,
+    changes: fileChanges(filename, fallbackInterval)
+  })
+
+/**
+ * The durable store on the file (migrated on open).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerStore = (options: StoreOptions): Layer.Layer<ApprovalStore.ApprovalStore, ToolGateError.PersistenceError> =>
+  SqlApprovalStore.layer(options).pipe(
+    Layer.provide(layerFileFeed(options.filename, options.fallbackInterval)),
+    Layer.provide(layerClient(options.filename))
+  )
+
+/**
+ * The gate and its store on the file: everything a pipeline needs.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: Options
+): Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, ToolGateError.PersistenceError> =>
+  ToolGate.layer(options).pipe(Layer.provideMerge(layerStore(options)))

@@ -1,0 +1,99 @@
+/**
+ * Real Node processes for the process tests: the worker is bundled for Node once (better-sqlite3
+ * stays external and loads from node_modules), then each process is spawned with `node`.
+ */
+import { mkdirSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../../..", import.meta.url))
+const outdir = `${root}build/process-tests`
+
+let built: Promise<string> | undefined
+
+/** Bundles the gate worker for Node (once per test run) and returns its path. */
+export const workerScript = (): Promise<string> =>
+  built ??= (async () => {
+    mkdirSync(outdir, { recursive: true })
+    const result = await Bun.build({
+      entrypoints: [`${root}tests/process/support/gateWorker.ts`],
+      outdir,
+      target: "node",
+      format: "esm",
+      // the Bun driver is only imported under Bun; keep it (and its bun:sqlite) out of the Node bundle
+      external: ["better-sqlite3", "@effect/sql-sqlite-bun", "bun:*"]
+    })
+    if (!result.success) throw new Error(result.logs.map(String).join("\n"))
+    return result.outputs[0]!.path
+  })()
+
+export interface Line {
+  readonly event: string
+  readonly at: number
+  readonly [key: string]: unknown
+}
+
+/** A running worker: its JSON lines as they come, and its exit. */
+export interface Worker {
+  readonly lines: Array<Line>
+  readonly next: (event: string, timeoutMs?: number) => Promise<Line>
+  readonly exited: Promise<number>
+  readonly kill: (signal?: NodeJS.Signals) => void
+  readonly stderr: () => string
+}
+
+export const spawnWorker = async (args: Array<string>): Promise<Worker> => {
+  const script = await workerScript()
+  const child = Bun.spawn(["node", script, ...args], { cwd: root, stdout: "pipe", stderr: "pipe" })
+  const lines: Array<Line> = []
+  const waiting: Array<() => void> = []
+  let err = ""
+  void (async () => {
+    const decoder = new TextDecoder()
+    let buffer = ""
+    for await (const chunk of child.stdout) {
+      buffer += decoder.decode(chunk)
+      let newline: number
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const text = buffer.slice(0, newline)
+        buffer = buffer.slice(newline + 1)
+        if (text.startsWith("{")) lines.push(JSON.parse(text))
+        waiting.splice(0).forEach((wake) => wake())
+      }
+    }
+    waiting.splice(0).forEach((wake) => wake())
+  })()
+  void (async () => {
+    for await (const chunk of child.stderr) err += new TextDecoder().decode(chunk)
+  })()
+  const exited = child.exited
+  const next = async (event: string, timeoutMs = 20_000): Promise<Line> => {
+    const deadline = Date.now() + timeoutMs
+    let seen = 0
+    while (Date.now() < deadline) {
+      const found = lines.slice(seen).find((l) => l.event === event)
+      if (found) return found
+      seen = lines.length
+      const exitedEarly = await Promise.race([
+        new Promise<boolean>((resolve) => waiting.push(() => resolve(false))),
+        exited.then(() => true),
+        Bun.sleep(Math.max(1, deadline - Date.now())).then(() => false)
+      ])
+      if (exitedEarly && !lines.some((l) => l.event === event)) {
+        throw new Error(`worker ${args.join(" ")} exited before "${event}": ${err}`)
+      }
+    }
+    throw new Error(`timed out waiting for "${event}" from worker ${args.join(" ")}: ${err}`)
+  }
+  return { lines, next, exited, kill: (signal = "SIGTERM") => child.kill(signal), stderr: () => err }
+}
+
+/** Runs a worker to its end and returns its last line. */
+export const runWorker = async (args: Array<string>): Promise<Line> => {
+  const worker = await spawnWorker(args)
+  const code = await worker.exited
+  await Bun.sleep(10)
+  if (code !== 0) throw new Error(`worker ${args.join(" ")} exited ${code}: ${worker.stderr()}`)
+  const last = worker.lines[worker.lines.length - 1]
+  if (!last) throw new Error(`worker ${args.join(" ")} printed nothing: ${worker.stderr()}`)
+  return last
+}
