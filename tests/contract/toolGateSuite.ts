@@ -4,7 +4,7 @@
  * `TestClock.adjust`, never by sleeping.
  */
 import { expect } from "bun:test"
-import { Chunk, Effect, Either, Fiber, Layer, type Scope, Stream, TestClock } from "effect"
+import { Chunk, type Duration, Effect, Either, Fiber, Layer, type Scope, Stream, TestClock } from "effect"
 import type { ApprovalRequest } from "@tool-gate/core"
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { describe, it } from "../support/effectTest.js"
@@ -43,6 +43,15 @@ const asPause = (u: unknown): PauseSignal.PauseSignal => {
   if (!PauseSignal.isPauseSignal(u)) throw new Error(`expected a PauseSignal, got ${JSON.stringify(u)}`)
   return u
 }
+
+/**
+ * Moves the TestClock, then sweeps once. `adjust` returns when every fiber is suspended, and a
+ * fiber waiting on a database round trip counts as suspended: with a store whose calls take real
+ * time (PostgreSQL), the background sweeper may still be mid-sweep, and misses the ticks it had
+ * not yet scheduled. An explicit sweep settles expiry and warnings as of the new time.
+ */
+const advance = (duration: Duration.DurationInput) =>
+  Effect.zipRight(TestClock.adjust(duration), Effect.flatMap(ToolGate.ToolGate, (gate) => gate.sweep))
 
 /** Everything the store holds that a failed call must not have changed. */
 const snapshot = Effect.gen(function*() {
@@ -307,10 +316,10 @@ export const toolGateSuite = <E>(
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
           const pause = asPause(yield* gate.authorize(call("c1", "bash")))
-          yield* TestClock.adjust("3 minutes")
+          yield* advance("3 minutes")
           expect((yield* collect).filter((e) => e.type === "approval.expiring")).toHaveLength(0)
-          yield* TestClock.adjust("90 seconds")
-          yield* TestClock.adjust("10 seconds")
+          yield* advance("90 seconds")
+          yield* advance("10 seconds")
           const warnings = (yield* collect).filter((e) => e.type === "approval.expiring")
           expect(warnings).toHaveLength(1)
           expect(warnings[0]!.requestId).toBe(pause.requestId)
@@ -321,9 +330,9 @@ export const toolGateSuite = <E>(
           const gate = yield* ToolGate.ToolGate
           yield* gate.authorize(call("c1", "bash"))
           yield* gate.authorize(call("c2", "deploy"))
-          yield* TestClock.adjust("61 seconds")
+          yield* advance("61 seconds")
           expect((yield* gate.pending()).map(callId)).toEqual(["c1"])
-          yield* TestClock.adjust("5 minutes")
+          yield* advance("5 minutes")
           expect(yield* gate.pending()).toHaveLength(0)
           expect(yield* gate.sweep).toHaveLength(0)
           expect((yield* collect).filter((e) => e.type === "approval.expired")).toHaveLength(2)
@@ -602,7 +611,7 @@ export const toolGateSuite = <E>(
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
           const pause = asPause(yield* gate.authorize(call("c1", "deploy")))
-          yield* TestClock.adjust("61 seconds")
+          yield* advance("61 seconds")
           const before = yield* snapshot
           const error = yield* expectFailure(gate.respond(pause.requestId, { decision: "approve_session" }))
           expect(error._tag).toBe("RequestExpired")

@@ -236,8 +236,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
         return { ...rest, expiresAt }
       }),
     markWarned: (requestId, event) =>
-      transition(requestId, event, (request) => ({ ...request, warnedAt: event.at })).pipe(
-        Effect.map((result) => result._tag === "Resolved")
+      Effect.suspend(() =>
+        requests.get(requestId)?.warnedAt !== undefined
+          ? Effect.succeed(false)
+          : transition(requestId, event, (request) => ({ ...request, warnedAt: event.at })).pipe(
+            Effect.map((result) => result._tag === "Resolved")
+          )
       ),
     consume: (requestId, at) =>
       Effect.sync(() => {

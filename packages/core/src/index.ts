@@ -19,6 +19,8 @@ export * as Policy from "./Policy.js"
 /** @since 0.1.0 */
 export * as SessionApproval from "./SessionApproval.js"
 /** @since 0.1.0 */
+export * as SqlApprovalStore from "./SqlApprovalStore.js"
+/** @since 0.1.0 */
 export * as ToolCall from "./ToolCall.js"
 /** @since 0.1.0 */
 export * as ToolGate from "./ToolGate.js"

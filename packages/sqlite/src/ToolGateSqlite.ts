@@ -57,9 +57,11 @@ export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, 
   Layer.unwrapEffect(
     Effect.promise(async () => {
       mkdirSync(dirname(resolve(filename)), { recursive: true })
+      // The store switches WAL on itself, so a damaged file surfaces as a PersistenceError, not a driver defect.
+      const config = { filename, disableWAL: true }
       const driver = isBun
-        ? (await import("@effect/sql-sqlite-bun")).SqliteClient.layer({ filename })
-        : (await import("@effect/sql-sqlite-node")).SqliteClient.layer({ filename })
+        ? (await import("@effect/sql-sqlite-bun")).SqliteClient.layer(config)
+        : (await import("@effect/sql-sqlite-node")).SqliteClient.layer(config)
       return Layer.map(driver, (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient)))
     })
   ).pipe(Layer.orDie)

@@ -9,10 +9,15 @@
  *   race    DB WHO IDS_JSON               answer every id (shuffled), each twice, random decisions
  *   pending DB [SESSION]                  list pending requests
  *   rerun   DB SESSION CALL_ID            ask again with the same call id; run it if allowed
+ *   waitMany    DB COUNT                  COUNT times: ask, report "paused", wait, report "resolved"
+ *   answerStream DB COUNT                 tail the audit log; approve each new request, report "answered"
+ *
+ * DB is a SQLite file path, or a postgres:// URL (then the PostgreSQL store with LISTEN/NOTIFY).
  */
-import { Effect, Either } from "effect"
-import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Effect, Either, Redacted, Stream } from "effect"
 
 const [command, filename, ...rest] = process.argv.slice(2)
 const now = () => performance.timeOrigin + performance.now()
@@ -75,6 +80,30 @@ const program = Effect.gen(function*() {
       const ran = yield* Effect.either(gate.gate(bash(sessionKey, id), (allowed) => Effect.succeed(allowed.call.id)))
       return yield* say({ event: "gate", result: Either.isRight(ran) ? `ran ${ran.right}` : ran.left._tag })
     }
+    case "waitMany": {
+      for (let i = 0; i < Number(rest[0]); i++) {
+        const paused = yield* gate.authorize(bash("bench", `wait-${i}`))
+        if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
+        yield* say({ event: "paused", requestId: paused.requestId })
+        const resolved = yield* gate.awaitDecision(paused.requestId)
+        yield* say({ event: "resolved", requestId: resolved.requestId })
+      }
+      return yield* say({ event: "done" })
+    }
+    case "answerStream": {
+      const lastSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
+      yield* say({ event: "listening" })
+      return yield* gate.auditLog({ afterSeq: lastSeq }).pipe(
+        Stream.filter((e) => e.type === "approval.requested"),
+        Stream.take(Number(rest[0])),
+        Stream.runForEach((e) =>
+          Effect.zipRight(
+            gate.respond(e.requestId!, { decision: "approve_once", respondedBy: "bench" }),
+            say({ event: "answered", requestId: e.requestId })
+          )
+        )
+      )
+    }
     default:
       return yield* Effect.die(`unknown command ${command}`)
   }
@@ -84,9 +113,12 @@ const ttlMs = Number(
   command === "wait" || command === "create" ? rest[2] ?? 300_000 : 300_000
 )
 
-Effect.runPromise(
-  program.pipe(Effect.provide(ToolGateSqlite.layer({ filename: filename!, policy: policy(ttlMs), sweepInterval: "100 millis" })))
-).then(
+const options: ToolGate.Options = { policy: policy(ttlMs), sweepInterval: "100 millis" }
+const layer = filename!.startsWith("postgres://")
+  ? ToolGatePg.layer({ url: Redacted.make(filename!), ...options })
+  : ToolGateSqlite.layer({ filename: filename!, ...options })
+
+Effect.runPromise(program.pipe(Effect.provide(layer))).then(
   () => process.exit(0),
   (error) => {
     console.error(String(error))

@@ -1,0 +1,586 @@
+/**
+ * The approval store on `@effect/sql`: one schema for SQLite (the embedded default) and
+ * PostgreSQL (scale-out), with its migrations shipped here and its tables under a configurable
+ * prefix. An append-only event log (the audit trail) and two projections (requests, session
+ * approvals) are written in one transaction per store call; "only if still pending" and "one
+ * request per tool call" are decided by the database, so answers are exactly-once across
+ * processes. Writers are serialized (SQLite by its write lock, PostgreSQL by an advisory lock), so
+ * sequence numbers commit in order and a reader tailing `seq > last` never skips a row.
+ *
+ * Wake-ups: this process's own commits are hinted to `subscribe`rs at once; other processes'
+ * commits arrive through a pluggable `SqlChangeFeed` (`layerPollingFeed` for any database,
+ * `layerNotifyFeed` for PostgreSQL LISTEN/NOTIFY).
+ *
+ * @example
+ * import { SqliteClient } from "@effect/sql-sqlite-bun"
+ * import { Policy, SqlApprovalStore, ToolGate } from "@tool-gate/core"
+ * import { Layer } from "effect"
+ *
+ * const Store = SqlApprovalStore.layer({ tablePrefix: "toolgate_" }).pipe(
+ *   Layer.provide(SqlApprovalStore.layerPollingFeed("50 millis")),
+ *   // the store turns WAL on itself, so a damaged file is a PersistenceError, not a driver defect
+ *   Layer.provide(SqliteClient.layer({ filename: "toolgate.db", disableWAL: true }))
+ * )
+ * const Gate = ToolGate.layer({ policy: Policy.allowAll }).pipe(Layer.provide(Store))
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
+import { Clock, Context, Effect, Layer, Option, type ParseResult, Queue, RcRef, Stream } from "effect"
+import type * as Duration from "effect/Duration"
+import type * as Scope from "effect/Scope"
+import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
+import { ApprovalStore, type ResolveResult, type Service } from "./ApprovalStore.js"
+import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
+import * as Rows from "./internal/sqlRows.js"
+import { lockKey, migrations, tables } from "./internal/sqlSchema.js"
+import type { SessionApproval } from "./SessionApproval.js"
+import { PersistenceError } from "./ToolGateError.js"
+
+/**
+ * How a store learns that other processes may have grown the log.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChangeFeed {
+  /** Runs inside each writing transaction after its events are inserted (PostgreSQL: `NOTIFY`). */
+  readonly onCommit: (seq: number) => Effect.Effect<void, SqlError>
+  /** Signals that the log may have grown; the store then reads `max(seq)`. */
+  readonly changes: Stream.Stream<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class SqlChangeFeed extends Context.Tag("@tool-gate/core/SqlChangeFeed")<SqlChangeFeed, ChangeFeed>() {}
+
+const wallClock = Clock.make()
+
+/**
+ * Sleeps in wall-clock time. Other processes commit in real time, so the feeds' pace ignores the
+ * `Clock` service: under a `TestClock` a poll would never fire, or fire thousands of times when a
+ * test moves the clock by minutes.
+ */
+const pause = (duration: Duration.DurationInput) => Effect.withClock(Effect.sleep(duration), wallClock)
+
+/** A signal every `interval` of wall-clock time. */
+const ticks = (interval: Duration.DurationInput): Stream.Stream<void> => Stream.repeatEffect(pause(interval))
+
+/**
+ * A feed for any database: signals every `interval` (default 50 ms, wall-clock time). The store
+ * polls only while someone is subscribed, and a poll is one indexed `max(seq)` read.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPollingFeed = (interval: Duration.DurationInput = "50 millis"): Layer.Layer<SqlChangeFeed> =>
+  Layer.succeed(SqlChangeFeed, { onCommit: () => Effect.void, changes: ticks(interval) })
+
+/**
+ * What `makeNotifyFeed` needs of a PostgreSQL client: `PgClient` from `@effect/sql-pg` has it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Listener {
+  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface NotifyFeedOptions {
+  /** default `toolgate_changes`; give stores with other table prefixes their own channel */
+  readonly channel?: string | undefined
+  /**
+   * A slow poll beside LISTEN (default 1 second): a notification is lost when the listening
+   * connection drops or while LISTEN is being (re)established.
+   */
+  readonly fallbackInterval?: Duration.DurationInput | undefined
+}
+
+/**
+ * A PostgreSQL LISTEN/NOTIFY feed: each writing transaction calls `pg_notify(channel, seq)` (which
+ * PostgreSQL delivers at commit, and not at all on rollback), and `changes` listens on the channel
+ * through `listener` (e.g. `PgClient`), so core needs no PostgreSQL driver.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeNotifyFeed = (
+  listener: Listener,
+  options: NotifyFeedOptions = {}
+): Effect.Effect<ChangeFeed, never, SqlClient.SqlClient> =>
+  Effect.map(SqlClient.SqlClient, (client) => {
+    const sql = client.withoutTransforms()
+    const channel = options.channel ?? "toolgate_changes"
+    return {
+      onCommit: (seq) => Effect.asVoid(sql`SELECT pg_notify(${channel}, ${String(seq)})`),
+      changes: Stream.merge(
+        // listens again a second after LISTEN fails
+        Stream.forever(Stream.concat(
+          listener.listen(channel).pipe(Stream.as<void>(undefined), Stream.catchAll(() => Stream.empty)),
+          Stream.execute(pause("1 second"))
+        )),
+        ticks(options.fallbackInterval ?? "1 second")
+      )
+    }
+  })
+
+/**
+ * `makeNotifyFeed` over the client found under `tag`, e.g.
+ * `SqlApprovalStore.layerNotifyFeed(PgClient.PgClient)`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerNotifyFeed = <I, S extends Listener>(
+  tag: Context.Tag<I, S>,
+  options?: NotifyFeedOptions
+): Layer.Layer<SqlChangeFeed, never, I | SqlClient.SqlClient> =>
+  Layer.effect(SqlChangeFeed, Effect.flatMap(tag, (listener) => makeNotifyFeed(listener, options)))
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** prefix of every table (and index) name; letters, digits and `_` (default `toolgate_`) */
+  readonly tablePrefix?: string | undefined
+  /** SQLite: how long a write waits for another process's write lock (default 5000 ms) */
+  readonly busyTimeoutMs?: number | undefined
+  /**
+   * SQLite durability (default `normal`). In WAL mode, `normal` survives a process crash or
+   * `kill -9` with nothing lost; only a power loss or OS crash may drop the last commits (the file
+   * stays consistent). `full` syncs the WAL on every commit and survives those too, slower.
+   */
+  readonly synchronous?: "normal" | "full" | undefined
+}
+
+type Failure = SqlError | ParseResult.ParseError
+
+/**
+ * Maps every database failure to `PersistenceError`, including the ones `@effect/sql` raises as
+ * defects: a failed COMMIT, and a failed migration.
+ */
+const boundary = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
+  self.pipe(
+    Effect.catchSomeDefect((defect) =>
+      defect instanceof SqlError || defect instanceof Migrator.MigrationError
+        ? Option.some(Effect.fail(defect))
+        : Option.none()
+    ),
+    Effect.mapError((cause) => new PersistenceError({ operation, cause }))
+  )
+
+/**
+ * Opens the store: sets SQLite up (busy timeout, WAL), runs the migrations, and returns the
+ * service. Needs a `SqlClient` and a `SqlChangeFeed`; the feed's fiber lives in the given scope and
+ * runs only while someone is subscribed.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<Service, PersistenceError, SqlClient.SqlClient | SqlChangeFeed | Scope.Scope> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const feed = yield* SqlChangeFeed
+    const prefix = options.tablePrefix ?? "toolgate_"
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
+      return yield* Effect.dieMessage(`SqlApprovalStore: invalid table prefix ${JSON.stringify(prefix)}`)
+    }
+    const t = tables(prefix)
+    const events = sql(t.events)
+    const requests = sql(t.requests)
+    const approvals = sql(t.sessionApprovals)
+
+    yield* sql.onDialectOrElse({
+      sqlite: () =>
+        Effect.zipRight(
+          sql`PRAGMA busy_timeout = ${sql.literal(String(Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))))}`,
+          Effect.asVoid(sql`PRAGMA journal_mode = WAL`)
+        ).pipe(
+          Effect.zipRight(sql`PRAGMA synchronous = ${sql.literal(options.synchronous === "full" ? "FULL" : "NORMAL")}`)
+        ),
+      orElse: () => Effect.void
+    }).pipe(boundary("open"))
+    // Processes opening a new database at once race to create the migrations table (PostgreSQL
+    // refuses the loser's CREATE TABLE); once the winner commits, a retry finds it.
+    yield* boundary("migrate")(Migrator.make({})({ loader: migrations(t), table: t.migrations })).pipe(
+      Effect.retry({ times: 3 })
+    )
+
+    // --- hints ------------------------------------------------------------------------------
+
+    const readLastSeq = Effect.flatMap(sql`SELECT MAX(seq) AS seq FROM ${events}`, Rows.seqs).pipe(
+      Effect.map((seqs) => seqs[0] ?? 0)
+    )
+    // Highest sequence number hinted so far, from this process's commits or the feed.
+    let known = yield* boundary("lastSeq")(readLastSeq)
+    // Each subscriber holds at most one outstanding hint: while one is unread, commits add
+    // nothing, so a burst of commits costs the reader one wake-up, not one per commit.
+    const subscribers = new Set<Queue.Queue<number>>()
+    const hint = (seq: number | undefined) =>
+      Effect.sync(() => {
+        if (seq === undefined || seq <= known) return
+        known = seq
+        for (const queue of subscribers) {
+          // size is negative while the reader waits in `take`
+          if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(seq)
+        }
+      })
+    const watcher = yield* RcRef.make({
+      acquire: feed.changes.pipe(
+        Stream.runForEach(() =>
+          Effect.flatMap(readLastSeq, hint).pipe(
+            Effect.catchAllCause((cause) => Effect.logDebug("tool-gate: reading the last sequence number failed", cause))
+          )
+        ),
+        Effect.forkScoped
+      )
+    })
+
+    // --- writing ------------------------------------------------------------------------------
+
+    // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order.
+    const serialize = sql.onDialectOrElse({
+      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(prefix)))})`),
+      orElse: () => Effect.void
+    })
+
+    /**
+     * One transaction. On SQLite `body` must start with a write: a transaction that read first
+     * would need a lock upgrade, which fails at once (no busy wait) when another process wrote
+     * in between. `committed` names the last event written, hinted to subscribers after COMMIT.
+     */
+    const write = <A>(
+      operation: string,
+      body: Effect.Effect<A, Failure>,
+      committed: (a: A) => number | undefined
+    ): Effect.Effect<A, PersistenceError> =>
+      Effect.zipRight(serialize, body).pipe(
+        sql.withTransaction,
+        Effect.tap((a) => hint(committed(a))),
+        boundary(operation)
+      )
+
+    const insertEvents = (batch: ReadonlyArray<UnsequencedEvent>) =>
+      Effect.gen(function*() {
+        const rows = yield* Effect.forEach(batch, Rows.eventRow)
+        // writers are serialized, so the rows got consecutive numbers in insertion order
+        const seqs = yield* Effect.flatMap(sql`INSERT INTO ${events} ${sql.insert(rows)} RETURNING seq`, Rows.seqs)
+        yield* feed.onCommit(seqs[seqs.length - 1]!)
+        return batch.map((event, i): AuditEvent => ({ seq: seqs[i]!, ...event }))
+      })
+    const insertEvent = (event: UnsequencedEvent) => Effect.map(insertEvents([event]), (sequenced) => sequenced[0]!)
+
+    const rewriteRequest = (request: ApprovalRequest) =>
+      Effect.flatMap(
+        Rows.requestRow(request),
+        (row) =>
+          sql`UPDATE ${requests} SET ${sql.update(row, ["request_id", "session_key", "tool_call_id", "created_at"])}
+              WHERE request_id = ${request.requestId}`
+      )
+
+    // granted_seq keeps grant order among rows that a later revocation gave one seq
+    const insertApproval = (approval: SessionApproval) =>
+      Effect.flatMap(
+        Rows.approvalRow(approval),
+        (row) => sql`INSERT INTO ${approvals} ${sql.insert({ ...row, granted_seq: approval.seq })}`
+      )
+
+    const rewriteApproval = (approval: SessionApproval) =>
+      Effect.flatMap(
+        Rows.approvalRow(approval),
+        (row) => sql`UPDATE ${approvals} SET ${sql.update(row, ["id", "session_key", "tool_name"])} WHERE id = ${approval.id}`
+      )
+
+    const selectRequests = (where: Fragment, order = sql``) =>
+      Effect.flatMap(sql`SELECT request FROM ${requests} WHERE ${where} ${order}`, Rows.requests)
+
+    const firstRequest = (where: Fragment) =>
+      Effect.map(selectRequests(where), (found) => Option.fromNullable(found[0]))
+
+    /**
+     * Claims a request with a conditional UPDATE (the transaction's first write), then rewrites
+     * its JSON from the pre-image the UPDATE returned and commits `event` with it. When the
+     * condition does not hold nothing is written, and the request as it is now is returned.
+     */
+    const transition = (
+      operation: string,
+      requestId: RequestId,
+      claim: { readonly set: Fragment; readonly when: Fragment },
+      next: (request: ApprovalRequest) => ApprovalRequest,
+      event: UnsequencedEvent | undefined,
+      alongside: (seq: number) => Effect.Effect<unknown, Failure> = () => Effect.void
+    ) =>
+      write(
+        operation,
+        Effect.gen(function*() {
+          const [before] = yield* Effect.flatMap(
+            sql`UPDATE ${requests} SET ${claim.set} WHERE request_id = ${requestId} AND ${claim.when} RETURNING request`,
+            Rows.requests
+          )
+          if (before === undefined) {
+            return { _tag: "Refused", current: yield* firstRequest(sql`request_id = ${requestId}`) } as const
+          }
+          const request = next(before)
+          const sequenced = event === undefined ? undefined : yield* insertEvent(event)
+          yield* rewriteRequest(request)
+          if (sequenced !== undefined) yield* alongside(sequenced.seq)
+          return { _tag: "Applied", request, event: sequenced } as const
+        }),
+        (result) => result._tag === "Applied" ? result.event?.seq : undefined
+      )
+
+    /** A transition of a pending request, or why it was refused. */
+    const pendingTransition = (
+      operation: string,
+      requestId: RequestId,
+      set: Fragment,
+      next: (request: ApprovalRequest) => ApprovalRequest,
+      event: UnsequencedEvent,
+      alongside?: (seq: number) => Effect.Effect<unknown, Failure>
+    ): Effect.Effect<ResolveResult, PersistenceError> =>
+      Effect.map(
+        transition(operation, requestId, { set, when: sql`status = 'pending'` }, next, event, alongside),
+        (result): ResolveResult =>
+          result._tag === "Applied"
+            ? { _tag: "Resolved", request: result.request, event: result.event! }
+            : Option.match(result.current, {
+              onNone: () => ({ _tag: "NotFound" }),
+              onSome: (request) => ({ _tag: "NotPending", request })
+            })
+      )
+
+    const activeAt = (at: number) => sql`revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${at})`
+
+    // --- the service ----------------------------------------------------------------------------
+
+    const store: Service = {
+      append: (batch) =>
+        batch.length === 0
+          ? Effect.succeed([])
+          : write("append", insertEvents(batch), (sequenced) => sequenced[sequenced.length - 1]!.seq),
+
+      createRequest: (request, event) =>
+        write(
+          "createRequest",
+          Effect.gen(function*() {
+            const row = yield* Rows.requestRow(request)
+            const inserted = yield* sql`INSERT INTO ${requests} ${sql.insert(row)}
+                                        ON CONFLICT DO NOTHING RETURNING request_id`
+            if (inserted.length === 0) {
+              const existing = yield* firstRequest(
+                sql`session_key = ${request.toolCall.sessionKey} AND tool_call_id = ${request.toolCall.id}`
+              )
+              if (Option.isNone(existing)) {
+                return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
+              }
+              return { created: false, request: existing.value, event: undefined }
+            }
+            const sequenced = yield* insertEvent(event)
+            // creation order breaks ties between requests created in the same millisecond
+            yield* sql`UPDATE ${requests} SET requested_seq = ${sequenced.seq} WHERE request_id = ${request.requestId}`
+            return { created: true, request, event: sequenced }
+          }),
+          (result) => result.event?.seq
+        ),
+
+      resolve: (requestId, resolution, event, grant) =>
+        pendingTransition(
+          "resolve",
+          requestId,
+          sql`status = ${resolution.status}`,
+          (request) => ({ ...request, status: resolution.status, resolution }),
+          event,
+          grant === undefined ? undefined : (seq) => insertApproval({ ...grant, seq })
+        ),
+
+      extend: (requestId, expiresAt, event) =>
+        pendingTransition(
+          "extend",
+          requestId,
+          sql`expires_at = ${expiresAt}, warned_at = NULL`,
+          ({ warnedAt: _, ...request }) => ({ ...request, expiresAt }),
+          event
+        ),
+
+      markWarned: (requestId, event) =>
+        Effect.map(
+          transition(
+            "markWarned",
+            requestId,
+            { set: sql`warned_at = ${event.at}`, when: sql`status = 'pending' AND warned_at IS NULL` },
+            (request) => ({ ...request, warnedAt: event.at }),
+            event
+          ),
+          (result) => result._tag === "Applied"
+        ),
+
+      consume: (requestId, at) =>
+        Effect.map(
+          transition(
+            "consume",
+            requestId,
+            { set: sql`consumed_at = ${at}`, when: sql`status = 'approved' AND consumed_at IS NULL` },
+            (request) => ({ ...request, consumedAt: at }),
+            undefined
+          ),
+          (result) => result._tag === "Applied"
+        ),
+
+      getRequest: (requestId) => boundary("getRequest")(firstRequest(sql`request_id = ${requestId}`)),
+
+      findByToolCall: (sessionKey, toolCallId) =>
+        boundary("findByToolCall")(firstRequest(sql`session_key = ${sessionKey} AND tool_call_id = ${toolCallId}`)),
+
+      listPending: (query) =>
+        boundary("listPending")(
+          selectRequests(
+            sql.and([
+              sql`status = 'pending'`,
+              ...(query?.sessionKey !== undefined ? [sql`session_key = ${query.sessionKey}`] : [])
+            ]),
+            sql`ORDER BY created_at, requested_seq ${query?.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`
+          )
+        ),
+
+      listDue: (at) =>
+        boundary("listDue")(
+          selectRequests(sql`status = 'pending' AND expires_at <= ${at}`, sql`ORDER BY expires_at, requested_seq`)
+        ),
+
+      // expiresAt - min(warnBeforeMs, (expiresAt - createdAt) / 2) <= at, in integers and
+      // bounded by expires_at so the pending-by-expiry index serves it
+      listToWarn: (at, warnBeforeMs) =>
+        boundary("listToWarn")(
+          selectRequests(
+            sql`status = 'pending' AND warned_at IS NULL AND expires_at <= ${at + warnBeforeMs}
+                AND expires_at + created_at <= ${2 * at}`,
+            sql`ORDER BY expires_at, requested_seq`
+          )
+        ),
+
+      grant: (approval, event) =>
+        write(
+          "grant",
+          Effect.gen(function*() {
+            const sequenced = yield* insertEvent(event)
+            const granted: SessionApproval = { ...approval, seq: sequenced.seq }
+            yield* insertApproval(granted)
+            return granted
+          }),
+          (granted) => granted.seq
+        ),
+
+      revoke: (id, at, event) =>
+        write(
+          "revoke",
+          Effect.gen(function*() {
+            const [before] = yield* Effect.flatMap(
+              sql`UPDATE ${approvals} SET revoked_at = ${at} WHERE id = ${id} AND ${activeAt(at)} RETURNING approval`,
+              Rows.approvals
+            )
+            if (before === undefined) return Option.none()
+            const revoked: SessionApproval = { ...before, revokedAt: at, seq: (yield* insertEvent(event)).seq }
+            yield* rewriteApproval(revoked)
+            return Option.some(revoked)
+          }),
+          Option.match({ onNone: () => undefined, onSome: (revoked) => revoked.seq })
+        ),
+
+      revokeWhere: (query, at, event) =>
+        write(
+          "revokeWhere",
+          Effect.gen(function*() {
+            const { seq } = yield* insertEvent(event)
+            const before = yield* Effect.flatMap(
+              sql`UPDATE ${approvals} SET revoked_at = ${at}, seq = ${seq}
+                  WHERE ${
+                sql.and([
+                  sql`revoked_at IS NULL`,
+                  ...(query.sessionKey !== undefined ? [sql`session_key = ${query.sessionKey}`] : []),
+                  ...(query.toolName !== undefined ? [sql`tool_name = ${query.toolName.toLowerCase()}`] : [])
+                ])
+              }
+                  RETURNING approval`,
+              Rows.approvals
+            )
+            // until now each row's seq was the one it was granted with: grant order
+            const revoked = before
+              .sort((a, b) => a.seq - b.seq)
+              .map((approval): SessionApproval => ({ ...approval, revokedAt: at, seq }))
+            yield* Effect.forEach(revoked, rewriteApproval, { discard: true })
+            return { seq, revoked }
+          }),
+          (result) => result.seq
+        ).pipe(Effect.map((result) => result.revoked)),
+
+      sessionApprovals: (query) =>
+        boundary("sessionApprovals")(
+          Effect.flatMap(
+            sql`SELECT approval FROM ${approvals} WHERE ${
+              sql.and([
+                ...(query?.id !== undefined ? [sql`id = ${query.id}`] : []),
+                ...(query?.sessionKey !== undefined ? [sql`session_key = ${query.sessionKey}`] : []),
+                ...(query?.afterSeq !== undefined ? [sql`seq > ${query.afterSeq}`] : []),
+                ...(query?.activeAt !== undefined ? [activeAt(query.activeAt)] : [])
+              ])
+            } ORDER BY seq, granted_seq`,
+            Rows.approvals
+          )
+        ),
+
+      events: (query = {}) =>
+        boundary("events")(
+          Effect.flatMap(
+            sql`SELECT seq, event FROM ${events} WHERE ${
+              sql.and([
+                sql`seq > ${query.afterSeq ?? 0}`,
+                ...(query.sessionKey !== undefined
+                  ? [sql`(session_key = ${query.sessionKey} OR session_key IS NULL)`]
+                  : []),
+                ...(query.toolName !== undefined ? [sql`tool_name = ${query.toolName.toLowerCase()}`] : []),
+                ...(query.outcome !== undefined ? [sql`outcome = ${query.outcome}`] : []),
+                ...(query.since !== undefined ? [sql`at >= ${query.since}`] : []),
+                ...(query.until !== undefined ? [sql`at <= ${query.until}`] : [])
+              ])
+            } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`,
+            Rows.events
+          )
+        ),
+
+      lastSeq: boundary("lastSeq")(readLastSeq),
+
+      subscribe: Effect.gen(function*() {
+        const queue = yield* Effect.acquireRelease(
+          Effect.tap(Queue.sliding<number>(1), (queue) => Effect.sync(() => subscribers.add(queue))),
+          (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
+        )
+        yield* RcRef.get(watcher)
+        return queue
+      })
+    }
+    return store
+  })
+
+/**
+ * The store as a layer. Migrations run when it is built (concurrent builders are serialized by the
+ * Migrator); provide a `SqlClient` and a `SqlChangeFeed` (`layerPollingFeed` or `layerNotifyFeed`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options?: Options
+): Layer.Layer<ApprovalStore, PersistenceError, SqlClient.SqlClient | SqlChangeFeed> =>
+  Layer.scoped(ApprovalStore, make(options))

@@ -1,0 +1,4 @@
+import { sqliteStore } from "../support/sqlStores.js"
+import { toolGateSuite } from "./toolGateSuite.js"
+
+toolGateSuite("sqlite", () => sqliteStore())

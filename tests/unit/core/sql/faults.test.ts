@@ -1,0 +1,114 @@
+/**
+ * Faults: a damaged file, a database locked past the busy timeout, a PostgreSQL connection killed
+ * mid-answer. Each is a `PersistenceError` (never a raw `SqlError`), the caller can retry, and the
+ * tables hold nothing half-written.
+ */
+import { describe as bunDescribe, expect } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import type { ApprovalStore as Store } from "@tool-gate/core"
+import { Database } from "bun:sqlite"
+import { PersistenceError } from "@tool-gate/core/ToolGateError"
+import { Context, Effect, Fiber, Layer } from "effect"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, it } from "../../../support/effectTest.js"
+import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { approval, decision, grant, granted, open, request, requested, resolved } from "./fixtures.js"
+
+/** The error the effect fails with (its success fails the test). */
+const failure = Effect.flip
+
+/** Everything the store holds. */
+const contents = (store: Store.Service) =>
+  Effect.all({
+    seq: store.lastSeq,
+    events: store.events(),
+    pending: store.listPending(),
+    approvals: store.sessionApprovals(),
+    request: store.getRequest(request(1).requestId)
+  })
+
+describe("SqlApprovalStore faults (SQLite)", () => {
+  it.live("a file that is not a database is a PersistenceError when the store opens", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "toolgate.db")
+      writeFileSync(file, "this is not a database ".repeat(512))
+      const error = yield* failure(Effect.scoped(open(storeOver(sqliteClient(file)))))
+      expect(error).toBeInstanceOf(PersistenceError)
+      expect((error as PersistenceError).operation).toBe("open")
+    }))
+
+  it.live("a database locked by another writer past the busy timeout: PersistenceError, nothing written, retry works", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "toolgate.db")
+      const { store } = yield* open(storeOver(sqliteClient(file), { busyTimeoutMs: 100 }))
+      const r = request(1)
+      yield* store.createRequest(r, requested(r))
+      const before = yield* contents(store)
+
+      const other = new Database(file)
+      other.run("BEGIN IMMEDIATE")
+      const started = Date.now()
+      const attempts: Array<Effect.Effect<unknown, PersistenceError>> = [
+        store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1)),
+        store.createRequest(request(2), requested(request(2))),
+        store.append([decision(1)]),
+        store.grant(grant(2), granted(2)),
+        store.consume(r.requestId, 5)
+      ]
+      for (const attempt of attempts) {
+        expect((yield* failure(attempt))._tag).toBe("PersistenceError")
+      }
+      expect(Date.now() - started).toBeGreaterThanOrEqual(5 * 100 - 50)
+      other.run("ROLLBACK")
+      other.close()
+
+      expect(yield* contents(store)).toEqual(before)
+      const retried = yield* store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1))
+      expect(retried._tag).toBe("Resolved")
+      expect(yield* store.sessionApprovals()).toHaveLength(1)
+    }))
+})
+
+const pgSuite = (url: string) =>
+  describe("SqlApprovalStore faults (postgres)", () => {
+    it.live("a connection killed mid-answer: PersistenceError, nothing written, retry works", () =>
+      Effect.gen(function*() {
+        const schemaUrl = yield* pgSchema(url)
+        const { store } = yield* open(pgStoreOver(pgClient(schemaUrl), "toolgate_test_faults"))
+        const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
+        const r = request(1)
+        yield* store.createRequest(r, requested(r))
+        const before = yield* contents(store)
+
+        // Another session holds the request's row, so the answer blocks inside its transaction.
+        const holder = yield* admin.reserve
+        yield* holder.executeRaw("BEGIN", [])
+        yield* holder.executeRaw("SELECT 1 FROM toolgate_requests WHERE request_id = $1 FOR UPDATE", [r.requestId])
+        const answer = yield* Effect.fork(store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1)))
+        let killed = 0
+        while (killed === 0) {
+          yield* Effect.sleep("20 millis")
+          const rows = yield* admin<{ killed: boolean }>`
+            SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%toolgate_requests%'`
+          killed = rows.length
+        }
+        const error = yield* failure(Fiber.join(answer))
+        yield* holder.executeRaw("ROLLBACK", [])
+        expect(error._tag).toBe("PersistenceError")
+
+        expect(yield* contents(store)).toEqual(before)
+        const retried = yield* store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1))
+        expect(retried._tag).toBe("Resolved")
+        expect((yield* store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(1)
+      }))
+  })
+
+const url = pgUrl
+if (url === undefined) {
+  console.warn("PostgreSQL tests SKIPPED: TOOLGATE_PG_URL not set")
+  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => pgSuite(""))
+} else {
+  pgSuite(url)
+}

@@ -1,0 +1,74 @@
+/**
+ * Store-level fixtures: requests, events and grants decoded from plain JSON with the entity
+ * Schemas, and helpers to open several stores (as several processes would) on one database.
+ */
+import { SqlClient } from "@effect/sql"
+import type { ApprovalStore as Store } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { Context, Effect, Layer, Schema } from "effect"
+
+export const request = (n: number, options: { readonly sessionKey?: string; readonly callId?: string } = {}) =>
+  Schema.decodeUnknownSync(ApprovalRequest.ApprovalRequest)({
+    requestId: `req_${n}`,
+    toolCall: {
+      id: options.callId ?? `call_${n}`,
+      name: "Bash",
+      args: { command: `make ${n}`, env: { CI: true, depth: [1, { x: null }] } },
+      sessionKey: options.sessionKey ?? "s1",
+      workingDirectory: "/repo"
+    },
+    argsDigest: `digest_${n}`,
+    rule: { id: "requireApproval[0]", source: "requireApproval" },
+    policyVersion: "v1",
+    sessionScope: "exact",
+    reason: "bash requires approval",
+    prompt: `Allow bash make ${n}?`,
+    createdAt: 1_000 + n,
+    expiresAt: 61_000 + n,
+    status: "pending"
+  })
+
+const event = Schema.decodeUnknownSync(AuditEvent.UnsequencedEvent)
+
+const about = (r: ApprovalRequest.ApprovalRequest) => ({
+  sessionKey: r.toolCall.sessionKey,
+  toolCallId: r.toolCall.id,
+  toolName: r.toolCall.name,
+  requestId: r.requestId
+})
+
+export const requested = (r: ApprovalRequest.ApprovalRequest) =>
+  event({ at: r.createdAt, type: "approval.requested", outcome: "pending", ...about(r), rule: r.rule.id })
+
+export const resolved = (r: ApprovalRequest.ApprovalRequest, actor: string) =>
+  event({ at: r.createdAt + 5, type: "approval.resolved", outcome: "approved", ...about(r), actor })
+
+export const approval = (r: ApprovalRequest.ApprovalRequest, actor: string): ApprovalRequest.Resolution => ({
+  status: "approved",
+  decision: "approve_once",
+  respondedBy: actor,
+  resolvedAt: r.createdAt + 5
+})
+
+export const decision = (n: number, sessionKey = "s1") =>
+  event({ at: 2_000 + n, type: "decision", outcome: "allow", sessionKey, toolCallId: `d_${n}`, toolName: "LS", via: "policy" })
+
+export const grant = (n: number, sessionKey = "s1"): Store.NewSessionApproval =>
+  Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
+    id: `sa_${n}`,
+    sessionKey,
+    toolName: "deploy",
+    scope: "tool",
+    grantedBy: "ana",
+    createdAt: 3_000 + n
+  })
+
+export const granted = (n: number, sessionKey = "s1") =>
+  event({ at: 3_000 + n, type: "session.granted", outcome: "approved", sessionKey, toolName: "deploy" })
+
+/** Builds a store layer in the current scope and returns the service with the client under it. */
+export const open = <E>(store: Layer.Layer<Store.ApprovalStore | SqlClient.SqlClient, E>) =>
+  Effect.map(Layer.build(store), (context) => ({
+    store: Context.get(context, ApprovalStore.ApprovalStore),
+    sql: Context.get(context, SqlClient.SqlClient)
+  }))

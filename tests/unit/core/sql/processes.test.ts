@@ -1,0 +1,199 @@
+/**
+ * Two store instances on one database, each with its own connection, as two processes would
+ * have: exactly-once answers and requests enforced by the database, wake-ups across instances,
+ * and a log that a tailer reads in commit order. On SQLite, and on PostgreSQL when
+ * `TOOLGATE_PG_URL` is set.
+ */
+import { describe as bunDescribe, expect } from "bun:test"
+import type { ApprovalStore as Store } from "@tool-gate/core"
+import { SqlApprovalStore } from "@tool-gate/core"
+import type { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
+import { Chunk, Deferred, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
+import { join } from "node:path"
+import { describe, it } from "../../../support/effectTest.js"
+import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { approval, decision, open, request, requested, resolved } from "./fixtures.js"
+
+/** A fresh database, and a way to open `n` stores on it, each with its own connection. */
+type Opener = Effect.Effect<
+  (n: number) => Effect.Effect<ReadonlyArray<Store.Service>, unknown, Scope.Scope>,
+  unknown,
+  Scope.Scope
+>
+
+// all at once, as processes starting together would: they race to migrate a new database
+const openMany = <E>(n: number, layer: () => Layer.Layer<Store.ApprovalStore | SqlClient.SqlClient, E>) =>
+  Effect.forEach(Array.from({ length: n }), () => Effect.map(open(layer()), (opened) => opened.store), {
+    concurrency: "unbounded"
+  })
+
+const sqlite: Opener = Effect.map(
+  tempDir,
+  (dir) => (n: number) => openMany(n, () => storeOver(sqliteClient(join(dir, "toolgate.db"))))
+)
+
+const postgres = (url: string): Opener =>
+  Effect.map(
+    pgSchema(url),
+    (schemaUrl) => (n: number) => openMany(n, () => pgStoreOver(pgClient(schemaUrl), "toolgate_test_processes"))
+  )
+
+const suite = (name: string, opener: Opener) =>
+  describe(`SqlApprovalStore across instances (${name})`, () => {
+    const stores = (n: number) => Effect.flatMap(opener, (openN) => openN(n))
+
+    it.live("instances opening a new database at once all migrate it, once", () =>
+      Effect.gen(function*() {
+        const opened = yield* stores(4)
+        yield* opened[0]!.append([decision(1)])
+        for (const store of opened) expect(yield* store.lastSeq).toBe(1)
+      }))
+
+    it.live("racing answers: exactly one instance resolves each request, the other gets NotPending", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* stores(2)
+        const requests = Array.from({ length: 25 }, (_, i) => request(i))
+        yield* Effect.forEach(requests, (r) => a!.createRequest(r, requested(r)))
+        const results = yield* Effect.forEach(
+          requests,
+          (r) =>
+            Effect.all([
+              a!.resolve(r.requestId, approval(r, "a"), resolved(r, "a")),
+              b!.resolve(r.requestId, approval(r, "b"), resolved(r, "b"))
+            ], { concurrency: 2 }),
+          { concurrency: "unbounded" }
+        )
+        for (const pair of results) {
+          expect(pair.map((result) => result._tag).sort()).toEqual(["NotPending", "Resolved"])
+          const winner = pair.find((result) => result._tag === "Resolved")!
+          const loser = pair.find((result) => result._tag === "NotPending")!
+          expect(loser.request).toEqual(winner.request)
+        }
+        const events = (yield* b!.events()).filter((e) => e.type === "approval.resolved")
+        expect(events.map((e) => e.requestId).sort()).toEqual(requests.map((r) => r.requestId).sort())
+        expect(yield* a!.listPending()).toEqual([])
+      }))
+
+    it.live("racing requests for one tool call: one is created, both callers get it", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* stores(2)
+        const results = yield* Effect.forEach(
+          Array.from({ length: 20 }, (_, i) => i),
+          (i) =>
+            Effect.all([
+              a!.createRequest(request(1_000 + i, { callId: `c${i}` }), requested(request(1_000 + i))),
+              b!.createRequest(request(2_000 + i, { callId: `c${i}` }), requested(request(2_000 + i)))
+            ], { concurrency: 2 }),
+          { concurrency: "unbounded" }
+        )
+        for (const [x, y] of results) {
+          expect([x!.created, y!.created].sort()).toEqual([false, true])
+          expect(x!.request).toEqual(y!.request)
+        }
+        expect(yield* a!.listPending()).toHaveLength(20)
+        expect((yield* b!.events()).filter((e) => e.type === "approval.requested")).toHaveLength(20)
+      }))
+
+    it.live("a subscriber on one instance is woken by a commit on the other", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* stores(2)
+        const hints = yield* b!.subscribe
+        yield* Effect.sleep("20 millis")
+        const [event] = yield* a!.append([decision(1)])
+        const seen = yield* Queue.take(hints).pipe(Effect.timeout("2 seconds"))
+        expect(seen).toBeGreaterThanOrEqual(event!.seq)
+        expect((yield* b!.events({ afterSeq: seen - 1 })).map((e) => e.toolCallId)).toEqual(["d_1"])
+      }))
+
+    it.live("a tailer reading seq > last sees every event once, in order, while two instances write", () =>
+      Effect.gen(function*() {
+        const [a, b, reader] = yield* stores(3)
+        const total = 200
+        const seen: Array<number> = []
+        const tail = Effect.gen(function*() {
+          while (seen.length < total) {
+            const page = yield* reader!.events({ afterSeq: seen[seen.length - 1] ?? 0 })
+            for (const event of page) seen.push(event.seq)
+            if (page.length === 0) yield* Effect.sleep("1 millis")
+          }
+        })
+        const write = (store: Store.Service, offset: number) =>
+          Effect.forEach(
+            Array.from({ length: total / 2 }, (_, i) => offset + i),
+            (n) => store.append([decision(n)]),
+            { concurrency: 8, discard: true }
+          )
+        yield* Effect.all([tail, write(a!, 0), write(b!, 10_000)], { concurrency: "unbounded" }).pipe(
+          Effect.timeout("20 seconds")
+        )
+        const log = (yield* reader!.events()).map((e) => e.seq)
+        expect(seen).toEqual(log)
+        expect(new Set(seen).size).toBe(total)
+      }))
+  })
+
+suite("sqlite", sqlite)
+
+const url = pgUrl
+if (url === undefined) {
+  console.warn("PostgreSQL tests SKIPPED: TOOLGATE_PG_URL not set")
+  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => suite("postgres", postgres("")))
+} else {
+  suite("postgres", postgres(url))
+}
+
+describe("SqlApprovalStore change feed", () => {
+  it.live("the feed runs only while someone is subscribed, and local commits hint without it", () =>
+    Effect.gen(function*() {
+      const running = yield* Ref.make(0)
+      const signals = yield* Queue.unbounded<void>()
+      const feed = Layer.succeed(SqlApprovalStore.SqlChangeFeed, {
+        onCommit: () => Effect.void,
+        changes: Stream.fromQueue(signals).pipe(
+          Stream.onStart(Ref.update(running, (n) => n + 1)),
+          Stream.ensuring(Ref.update(running, (n) => n - 1))
+        )
+      })
+      const dir = yield* tempDir
+      const { store } = yield* open(SqlApprovalStore.layer().pipe(
+        Layer.provide(feed),
+        Layer.provideMerge(sqliteClient(join(dir, "toolgate.db")))
+      ))
+      expect(yield* Ref.get(running)).toBe(0)
+      const received = yield* Deferred.make<ReadonlyArray<number>>()
+      yield* Effect.scoped(Effect.gen(function*() {
+        const first = yield* store.subscribe
+        const second = yield* store.subscribe
+        yield* Effect.sleep("10 millis")
+        expect(yield* Ref.get(running)).toBe(1)
+        // a burst of commits leaves one hint per subscriber
+        yield* store.append([decision(1)])
+        yield* store.append([decision(2)])
+        yield* Deferred.succeed(received, [
+          ...Chunk.toArray(yield* Queue.takeAll(first)),
+          ...Chunk.toArray(yield* Queue.takeAll(second))
+        ])
+      }))
+      expect(yield* Deferred.await(received)).toEqual([1, 1])
+      yield* Effect.sleep("10 millis")
+      expect(yield* Ref.get(running)).toBe(0)
+    }))
+
+  it.live("the notify feed listens again after LISTEN fails, and signals what it hears", () =>
+    Effect.gen(function*() {
+      const attempts = yield* Ref.make(0)
+      const listener: SqlApprovalStore.Listener = {
+        listen: (channel) =>
+          Stream.unwrap(Effect.map(Ref.getAndUpdate(attempts, (n) => n + 1), (n) =>
+            n === 0
+              ? Stream.fail(new SqlError({ message: "connection refused" }))
+              : Stream.make(`${channel}:1`).pipe(Stream.concat(Stream.never))))
+      }
+      const feed = yield* SqlApprovalStore.makeNotifyFeed(listener, { fallbackInterval: "1 hour" }).pipe(
+        Effect.provide(sqliteClient(join(yield* tempDir, "toolgate.db")))
+      )
+      yield* feed.changes.pipe(Stream.take(1), Stream.runDrain, Effect.timeout("5 seconds"))
+      expect(yield* Ref.get(attempts)).toBe(2)
+    }))
+})
