@@ -190,6 +190,13 @@ const decodeResponse = Schema.decodeUnknownEither(ApprovalRequest.ApprovalRespon
 
 const newId = (prefix: string): string => `${prefix}_${crypto.randomUUID()}`
 
+// Events after which a waiter must look again: its request was answered, expired or extended.
+const WAKING_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
+  "approval.resolved",
+  "approval.expired",
+  "approval.extended"
+])
+
 const PROJECTION_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
   "approval.resolved",
   "session.granted",
@@ -809,7 +816,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         const events = yield* store.events({ afterSeq: tailerState.seq, limit: 1000 })
         if (events.length === 0) break
         for (const event of events) {
-          if (event.requestId !== undefined && waiters.has(event.requestId)) yield* wake(event.requestId)
+          if (event.requestId !== undefined && WAKING_EVENTS.has(event.type) && waiters.has(event.requestId)) {
+            yield* wake(event.requestId)
+          }
           if (PROJECTION_EVENTS.has(event.type)) changedProjection = true
         }
         yield* PubSub.publishAll(hub, events)

@@ -60,6 +60,7 @@ const program = Effect.gen(function*() {
       const answers = ids.flatMap((id) => [id, id]).sort(() => Math.random() - 0.5)
       const tally: Record<string, number> = {}
       const won: Array<string> = []
+      yield* say({ event: "racing" })
       for (const id of answers) {
         const decision = Math.random() < 0.5 ? "approve_once" as const : "deny" as const
         const result = yield* Effect.either(gate.respond(id, { decision, respondedBy: who }))
@@ -97,9 +98,9 @@ const program = Effect.gen(function*() {
         Stream.filter((e) => e.type === "approval.requested"),
         Stream.take(Number(rest[0])),
         Stream.runForEach((e) =>
-          Effect.zipRight(
-            gate.respond(e.requestId!, { decision: "approve_once", respondedBy: "bench" }),
-            say({ event: "answered", requestId: e.requestId })
+          say({ event: "answering", requestId: e.requestId }).pipe(
+            Effect.zipRight(gate.respond(e.requestId!, { decision: "approve_once", respondedBy: "bench" })),
+            Effect.zipRight(say({ event: "answered", requestId: e.requestId }))
           )
         )
       )

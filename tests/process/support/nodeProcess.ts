@@ -43,7 +43,7 @@ export interface Worker {
 
 export const spawnWorker = async (args: Array<string>): Promise<Worker> => {
   const script = await workerScript()
-  const child = Bun.spawn(["node", script, ...args], { cwd: root, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn(["node", script, ...args], { cwd: root, env: { ...process.env }, stdout: "pipe", stderr: "pipe" })
   const lines: Array<Line> = []
   const waiting: Array<() => void> = []
   let err = ""
