@@ -233,3 +233,50 @@ export class PersistenceError extends Schema.TaggedError<PersistenceError>()(
     return `Approval store failed during ${this.operation}: ${detail}`
   }
 }
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class CheckpointNotFound extends Schema.TaggedError<CheckpointNotFound>()(
+  "CheckpointNotFound",
+  { token: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {
+  override get message(): string {
+    return `No checkpoint for ${this.token}`
+  }
+}
+
+/**
+ * A checkpoint resumes once; the pipeline that resumed it owns what follows.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AlreadyResumed extends Schema.TaggedError<AlreadyResumed>()(
+  "AlreadyResumed",
+  { token: Schema.String, resumedAt: Schema.Number },
+  HttpApiSchema.annotations({ status: 409 })
+) {
+  override get message(): string {
+    return `Checkpoint ${this.token} was already resumed at ${new Date(this.resumedAt).toISOString()}`
+  }
+}
+
+/**
+ * State that does not fit the checkpoint's schema (on save or on resume), or a save that names
+ * no request or a request another checkpoint holds.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CheckpointInvalid extends Schema.TaggedError<CheckpointInvalid>()(
+  "CheckpointInvalid",
+  { problems: Schema.Array(Problem) },
+  HttpApiSchema.annotations({ status: 400 })
+) {
+  override get message(): string {
+    return `Invalid checkpoint: ${listProblems(this.problems)}`
+  }
+}

@@ -11,6 +11,10 @@ export * as ApprovalStore from "./ApprovalStore.js"
 /** @since 0.1.0 */
 export * as AuditEvent from "./AuditEvent.js"
 /** @since 0.1.0 */
+export * as Checkpoint from "./Checkpoint.js"
+/** @since 0.1.0 */
+export * as CheckpointStore from "./CheckpointStore.js"
+/** @since 0.1.0 */
 export * as Decision from "./Decision.js"
 /** @since 0.1.0 */
 export * as PauseSignal from "./PauseSignal.js"
@@ -20,6 +24,8 @@ export * as Policy from "./Policy.js"
 export * as SessionApproval from "./SessionApproval.js"
 /** @since 0.1.0 */
 export * as SqlApprovalStore from "./SqlApprovalStore.js"
+/** @since 0.1.0 */
+export * as SqlCheckpointStore from "./SqlCheckpointStore.js"
 /** @since 0.1.0 */
 export * as ToolCall from "./ToolCall.js"
 /** @since 0.1.0 */

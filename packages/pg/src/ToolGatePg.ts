@@ -18,8 +18,8 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import type { ApprovalStore, ToolGateError } from "@tool-gate/core"
-import { SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import type { ApprovalStore, CheckpointStore, ToolGateError } from "@tool-gate/core"
+import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
 import { Layer, type Redacted } from "effect"
 
 /**
@@ -48,27 +48,38 @@ export const layerClient = (
   PgClient.layer({ ...options.client, url: options.url }).pipe(Layer.orDie)
 
 /**
- * The durable store, woken by LISTEN/NOTIFY (with a slow poll behind it).
+ * The durable stores (approvals, woken by LISTEN/NOTIFY with a slow poll behind it, and
+ * checkpoints) on one connection pool.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerStore = (options: StoreOptions): Layer.Layer<ApprovalStore.ApprovalStore, ToolGateError.PersistenceError> =>
-  SqlApprovalStore.layer(options).pipe(
-    Layer.provide(SqlApprovalStore.layerNotifyFeed(PgClient.PgClient, {
-      channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
-      fallbackInterval: options.fallbackInterval
-    })),
-    Layer.provide(layerClient(options))
-  )
+export const layerStore = (
+  options: StoreOptions
+): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
+  Layer.merge(
+    SqlApprovalStore.layer(options).pipe(
+      Layer.provide(SqlApprovalStore.layerNotifyFeed(PgClient.PgClient, {
+        channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
+        fallbackInterval: options.fallbackInterval
+      }))
+    ),
+    SqlCheckpointStore.layer(options)
+  ).pipe(Layer.provide(layerClient(options)))
 
 /**
- * The gate and its store on PostgreSQL.
+ * The gate, checkpoints and their stores on PostgreSQL.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
   options: Options
-): Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, ToolGateError.PersistenceError> =>
-  ToolGate.layer(options).pipe(Layer.provideMerge(layerStore(options)))
+): Layer.Layer<
+  ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
+  ToolGateError.PersistenceError
+> =>
+  Checkpoint.layer.pipe(
+    Layer.provideMerge(ToolGate.layer(options)),
+    Layer.provideMerge(layerStore(options))
+  )

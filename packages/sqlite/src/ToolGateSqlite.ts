@@ -22,8 +22,8 @@
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
-import type { ApprovalStore, ToolGateError } from "@tool-gate/core"
-import { SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import type { ApprovalStore, CheckpointStore, ToolGateError } from "@tool-gate/core"
+import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
 import { Clock, Context, Duration, Effect, Layer, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
@@ -103,24 +103,32 @@ export const layerFileFeed = (
   })
 
 /**
- * The durable store on the file (migrated on open).
+ * The durable stores on the file (migrated on open): approvals and checkpoints, one connection.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerStore = (options: StoreOptions): Layer.Layer<ApprovalStore.ApprovalStore, ToolGateError.PersistenceError> =>
-  SqlApprovalStore.layer(options).pipe(
-    Layer.provide(layerFileFeed(options.filename, options.fallbackInterval)),
-    Layer.provide(layerClient(options.filename))
-  )
+export const layerStore = (
+  options: StoreOptions
+): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
+  Layer.merge(
+    SqlApprovalStore.layer(options).pipe(Layer.provide(layerFileFeed(options.filename, options.fallbackInterval))),
+    SqlCheckpointStore.layer(options)
+  ).pipe(Layer.provide(layerClient(options.filename)))
 
 /**
- * The gate and its store on the file: everything a pipeline needs.
+ * The gate, checkpoints and their stores on the file: everything a pipeline needs.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
   options: Options
-): Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, ToolGateError.PersistenceError> =>
-  ToolGate.layer(options).pipe(Layer.provideMerge(layerStore(options)))
+): Layer.Layer<
+  ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
+  ToolGateError.PersistenceError
+> =>
+  Checkpoint.layer.pipe(
+    Layer.provideMerge(ToolGate.layer(options)),
+    Layer.provideMerge(layerStore(options))
+  )

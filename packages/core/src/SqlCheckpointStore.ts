@@ -1,0 +1,138 @@
+/**
+ * Checkpoints in SQL, in the same database as the approval store (SQLite or PostgreSQL), with
+ * their own migrations. "A request belongs to one checkpoint" and "resumed once" are enforced by
+ * the database: a primary key on the request id and a conditional update.
+ *
+ * @example
+ * import { SqliteClient } from "@effect/sql-sqlite-bun"
+ * import { SqlCheckpointStore } from "@tool-gate/core"
+ * import { Layer } from "effect"
+ *
+ * const Checkpoints = SqlCheckpointStore.layer().pipe(
+ *   Layer.provide(SqliteClient.layer({ filename: "toolgate.db" }))
+ * )
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import { Effect, Layer, Option, Schema } from "effect"
+import { CheckpointStore, type Row, type Service } from "./CheckpointStore.js"
+import { PersistenceError } from "./ToolGateError.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** prefix of the table names, as for `SqlApprovalStore` (default `toolgate_`) */
+  readonly tablePrefix?: string | undefined
+}
+
+const DbInt = Schema.Union(Schema.Number, Schema.NumberFromString)
+const decodeRows = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+  token: Schema.String,
+  name: Schema.String,
+  state: Schema.String,
+  request_ids: Schema.parseJson(Schema.Array(Schema.String)),
+  created_at: DbInt,
+  resumed_at: Schema.NullOr(DbInt)
+})))
+
+/** Signals, inside the transaction, that a request was taken: the transaction rolls back. */
+class Taken {
+  readonly _tag = "Taken"
+}
+
+const boundary = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
+  self.pipe(
+    Effect.catchSomeDefect((defect) =>
+      defect instanceof SqlError || defect instanceof Migrator.MigrationError ? Option.some(Effect.fail(defect)) : Option.none()
+    ),
+    Effect.mapError((cause) => new PersistenceError({ operation, cause }))
+  )
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, PersistenceError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const prefix = options.tablePrefix ?? "toolgate_"
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
+      return yield* Effect.dieMessage(`SqlCheckpointStore: invalid table prefix ${JSON.stringify(prefix)}`)
+    }
+    const checkpoints = `${prefix}checkpoints`
+    const owners = `${prefix}checkpoint_requests`
+    yield* Migrator.make({})({
+      table: `${prefix}checkpoint_migrations`,
+      loader: Migrator.fromRecord({
+        "0001_create_checkpoints": Effect.gen(function*() {
+          yield* sql`CREATE TABLE IF NOT EXISTS ${sql(checkpoints)} (
+            token TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            state TEXT NOT NULL,
+            request_ids TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            resumed_at BIGINT
+          )`
+          yield* sql`CREATE TABLE IF NOT EXISTS ${sql(owners)} (
+            request_id TEXT PRIMARY KEY,
+            token TEXT NOT NULL
+          )`
+        })
+      })
+    }).pipe(boundary("migrate checkpoints"), Effect.retry({ times: 3 }))
+
+    const read = (rows: ReadonlyArray<unknown>) =>
+      Effect.map(decodeRows(rows), (decoded) =>
+        Option.map(Option.fromNullable(decoded[0]), (row): Row => ({
+          token: row.token,
+          name: row.name,
+          state: row.state,
+          requestIds: row.request_ids,
+          createdAt: row.created_at,
+          ...(row.resumed_at !== null ? { resumedAt: row.resumed_at } : {})
+        })))
+
+    return CheckpointStore.of({
+      save: (row) =>
+        Effect.gen(function*() {
+          const claimed = yield* sql`INSERT INTO ${sql(owners)} ${
+            sql.insert(row.requestIds.map((requestId) => ({ request_id: requestId, token: row.token })))
+          } ON CONFLICT DO NOTHING RETURNING request_id`
+          if (claimed.length !== row.requestIds.length) return yield* Effect.fail(new Taken())
+          yield* sql`INSERT INTO ${sql(checkpoints)} ${
+            sql.insert({
+              token: row.token,
+              name: row.name,
+              state: row.state,
+              request_ids: JSON.stringify(row.requestIds),
+              created_at: row.createdAt
+            })
+          }`
+          return true
+        }).pipe(
+          sql.withTransaction,
+          Effect.catchIf((error): error is Taken => error instanceof Taken, () => Effect.succeed(false)),
+          boundary("save checkpoint")
+        ),
+      find: (by) =>
+        ("token" in by
+          ? sql`SELECT * FROM ${sql(checkpoints)} WHERE token = ${by.token}`
+          : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${sql(owners)} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
+          .pipe(Effect.flatMap(read), boundary("find checkpoint")),
+      markResumed: (token, at) =>
+        sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at} WHERE token = ${token} AND resumed_at IS NULL RETURNING token`
+          .pipe(Effect.map((rows) => rows.length === 1), boundary("resume checkpoint"))
+    })
+  })
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options?: Options): Layer.Layer<CheckpointStore, PersistenceError, SqlClient.SqlClient> =>
+  Layer.effect(CheckpointStore, make(options))

@@ -1,0 +1,135 @@
+/**
+ * Checkpoint scenarios, run against every store (memory, SQLite, PostgreSQL) on the TestClock.
+ */
+import { expect } from "bun:test"
+import { ApprovalStore, Checkpoint, CheckpointStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { Effect, Either, Layer, Schema, type Scope, TestClock } from "effect"
+import { describe, it } from "../support/effectTest.js"
+
+const policy = Policy.unsafeMake({ requireApproval: ["bash", { tool: "deploy", ttlMs: 60_000 }] })
+
+const Turn = Checkpoint.make("agent-turn", {
+  state: Schema.Struct({ messages: Schema.Array(Schema.String), step: Schema.Number })
+})
+const OtherPoint = Checkpoint.make("other", { state: Schema.Struct({ step: Schema.Number }) })
+
+const bash = (id: string, args: Record<string, unknown> = { command: id }) => ({ id, name: "bash", sessionKey: "s1", args })
+
+const pause = (call: ReturnType<typeof bash> | { id: string; name: string; sessionKey: string }) =>
+  Effect.flatMap(ToolGate.ToolGate, (gate) => gate.authorize(call)).pipe(
+    Effect.map((result) => {
+      if (!PauseSignal.isPauseSignal(result)) throw new Error("expected a pause")
+      return result.requestId
+    })
+  )
+
+const failure = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.either(effect), (result) => {
+    if (Either.isRight(result)) throw new Error(`expected a failure, got ${JSON.stringify(result.right)}`)
+    return result.left as E & { readonly _tag: string }
+  })
+
+export const checkpointSuite = <E>(
+  name: string,
+  stores: () => Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, E>
+) => {
+  const test = (
+    title: string,
+    body: () => Effect.Effect<unknown, unknown, Checkpoint.Checkpoints | ToolGate.ToolGate | Scope.Scope>
+  ) =>
+    it.scoped(title, () =>
+      Effect.provide(
+        Effect.suspend(body),
+        Checkpoint.layer.pipe(Layer.provideMerge(ToolGate.layer({ policy })), Layer.provide(stores()))
+      ))
+
+  describe(`Checkpoints (${name})`, () => {
+    test("save with a pending request, then resume once it is answered: the state and the resolution", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        const requestId = yield* pause(bash("c1"))
+        const token = yield* checkpoints.save(Turn, [requestId], { messages: ["hi", "run c1"], step: 3 })
+        expect(yield* checkpoints.find(requestId)).toBe(token)
+        expect((yield* failure(checkpoints.resume(Turn, token)))._tag).toBe("RequestPending")
+        yield* gate.respond(requestId, { decision: "approve_once", editedArgs: { command: "c1 --dry-run" } })
+        const resumed = yield* checkpoints.resume(Turn, token)
+        expect(resumed.state).toEqual({ messages: ["hi", "run c1"], step: 3 })
+        expect(resumed.requests.map((r) => r.status)).toEqual(["approved"])
+        expect(resumed.requests[0]!.resolution!.editedArgs).toEqual({ command: "c1 --dry-run" })
+        const again = yield* failure(checkpoints.resume(Turn, token))
+        expect(again._tag).toBe("AlreadyResumed")
+      }))
+
+    test("several requests in one turn: partial answers keep it pending; all answered resumes in order", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        const ids = [yield* pause(bash("c1")), yield* pause(bash("c2")), yield* pause(bash("c3"))]
+        const token = yield* checkpoints.save(Turn, ids, { messages: [], step: 1 })
+        yield* gate.respond(ids[2]!, { decision: "deny", reason: "not that one" })
+        yield* gate.respond(ids[0]!, { decision: "approve_once" })
+        expect((yield* failure(checkpoints.resume(Turn, token)))._tag).toBe("RequestPending")
+        yield* gate.respond(ids[1]!, { decision: "approve_session" })
+        const resumed = yield* checkpoints.resume(Turn, token)
+        expect(resumed.requests.map((r): [string, string] => [r.toolCall.id, r.status])).toEqual([
+          ["c1", "approved"],
+          ["c2", "approved"],
+          ["c3", "denied"]
+        ])
+        expect(resumed.requests[2]!.resolution!.reason).toBe("not that one")
+      }))
+
+    test("an expired request resumes as expired (deny), not as a human's denial", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const requestId = yield* pause({ id: "d1", name: "deploy", sessionKey: "s1" })
+        const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: 0 })
+        yield* TestClock.adjust("61 seconds")
+        const resumed = yield* checkpoints.resume(Turn, token)
+        expect(resumed.requests[0]!.status).toBe("expired")
+        expect(resumed.requests[0]!.resolution!.respondedBy).toBeUndefined()
+      }))
+
+    test("bad input: typed errors and nothing saved", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const requestId = yield* pause(bash("c1"))
+        expect((yield* failure(checkpoints.save(Turn, [], { messages: [], step: 0 })))._tag).toBe("CheckpointInvalid")
+        expect((yield* failure(checkpoints.save(Turn, ["req_missing"], { messages: [], step: 0 })))._tag).toBe(
+          "RequestNotFound"
+        )
+        const invalid = yield* failure(checkpoints.save(Turn, [requestId], { messages: "nope", step: 0 } as never))
+        expect(invalid._tag).toBe("CheckpointInvalid")
+        expect((yield* failure(checkpoints.find(requestId)))._tag).toBe("CheckpointNotFound")
+        expect((yield* failure(checkpoints.resume(Turn, "cp_00000000-0000-0000-0000-000000000000")))._tag).toBe(
+          "CheckpointNotFound"
+        )
+        const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: 0 })
+        // a request belongs to one checkpoint; a checkpoint resumes only at its own wait point
+        expect((yield* failure(checkpoints.save(Turn, [requestId], { messages: [], step: 1 })))._tag).toBe(
+          "CheckpointInvalid"
+        )
+        expect((yield* failure(checkpoints.resume(OtherPoint, token)))._tag).toBe("CheckpointNotFound")
+      }))
+
+    test("racing resumes: exactly one wins", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        const requestId = yield* pause(bash("c1"))
+        const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: 0 })
+        yield* gate.respond(requestId, { decision: "approve_once" })
+        const results = yield* Effect.forEach([1, 2, 3, 4, 5], () => Effect.either(checkpoints.resume(Turn, token)), {
+          concurrency: "unbounded"
+        })
+        expect(results.filter(Either.isRight)).toHaveLength(1)
+        expect(results.filter(Either.isLeft).map((r) => r.left._tag)).toEqual([
+          "AlreadyResumed",
+          "AlreadyResumed",
+          "AlreadyResumed",
+          "AlreadyResumed"
+        ])
+      }))
+  })
+}
