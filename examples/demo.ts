@@ -1,117 +1,48 @@
 /**
- * The tool-gate demo: an agent's tool calls go through the gate. Allowed calls run, denied calls
- * come back with the reason, calls that need a human pause until one answers (here a scripted
- * operator, answering from another fiber as a person would from the CLI or the console), and a
- * call nobody answers times out as a deny. The audit trail is printed at the end.
+ * The tool-gate demo (`npm run demo`): an agent pauses for a human, its process exits, a human
+ * answers from another process, and the agent resumes from its checkpoint in a third. Each step
+ * is a separate process on one SQLite file, `.toolgate/demo.db`, removed first so every run
+ * starts clean.
  *
- * Run: npm run demo
+ * The steps, by hand:
+ *   bun examples/agent.ts                          runs until the deploy needs a human, exits
+ *   bun examples/answer.ts REQUEST_ID approve      answers (later: toolgate approve REQUEST_ID)
+ *   bun examples/agent.ts resume TOKEN             finishes, prints the audit trail
  */
-import { NodeFileSystem } from "@effect/platform-node"
-import { Console, Effect, Fiber, Layer, Stream } from "effect"
-import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { spawnSync } from "node:child_process"
+import { rmSync } from "node:fs"
+import { relative } from "node:path"
+import { fileURLToPath } from "node:url"
+import { demoDb } from "./release-agent.js"
 
-const sessionKey = "demo-session"
+const root = fileURLToPath(new URL("..", import.meta.url))
 
-const tools: Record<string, (args: Record<string, unknown>) => string> = {
-  read_file: (args) => `<contents of ${String(args.path)}>`,
-  bash: (args) => `$ ${String(args.command)}\nok`,
-  mcp__github__create_issue: (args) => `created issue "${String(args.title)}"`,
-  deploy: (args) => `deployed to ${String(args.env)}`
+const step = (title: string, args: Array<string>): string => {
+  console.log(`\n── ${title} ──\n$ bun ${args.join(" ")}`)
+  const child = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" })
+  process.stdout.write(child.stdout)
+  console.log(`(process ${child.pid} exited ${child.status})`)
+  if (child.status !== 0) {
+    process.stderr.write(child.stderr)
+    process.exit(1)
+  }
+  return child.stdout
 }
 
-/**
- * The agent's side: ask the gate; on a pause, wait for the human (any process could answer),
- * then ask again with the same call id, which returns the recorded answer, never a new prompt.
- */
-const agentCall = (gate: ToolGate.Service, id: string, name: string, args: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    const call = { id, name, args, sessionKey, agentId: "coder" }
-    yield* Console.log(`\nagent  > ${name} ${JSON.stringify(args)}`)
-    let result = yield* gate.authorize(call)
-    if (PauseSignal.isPauseSignal(result)) {
-      yield* Console.log(`gate   : paused, request ${result.requestId} (answer within ${result.ttlMs / 1000} s)`)
-      yield* Console.log(`         ${result.prompt}`)
-      yield* gate.awaitDecision(result.requestId)
-      result = yield* gate.authorize(call)
-    }
-    if (PauseSignal.isPauseSignal(result)) return "still pending"
-    return tools[name]!(result.call.args)
-  }).pipe(
-    Effect.tap((output) => Console.log(`tool   < ${output.replace(/\n/g, "\n         ")}`)),
-    Effect.catchTag("ToolDenied", (denied) =>
-      Console.log(`gate   : ${denied.outcome === "expired" ? "timed out, denied" : "denied"}: ${denied.reason}`))
-  )
+const found = (text: string, pattern: RegExp, what: string): string => {
+  const match = text.match(pattern)
+  if (match === null) {
+    console.error(`the agent printed no ${what}`)
+    process.exit(1)
+  }
+  return match[0]
+}
 
-/** The operator's side: watch the pending list and answer each request as it appears. */
-const operator = (gate: ToolGate.Service) =>
-  gate.audit.pipe(
-    Stream.filter((event) => event.type === "approval.requested"),
-    Stream.mapEffect((event) =>
-      Effect.gen(function*() {
-        const pending = yield* gate.pending({ sessionKey })
-        yield* Console.log(`human  : ${pending.length} pending in ${sessionKey}: ${pending.map((r) => r.toolCall.name).join(", ")}`)
-        yield* Effect.sleep("200 millis")
-        switch (event.toolName) {
-          case "bash":
-            yield* Console.log("human  : approve bash for this session (same command only)")
-            return yield* gate.respond(event.requestId!, { decision: "approve_session", respondedBy: "ana" })
-          case "mcp__github__create_issue":
-            yield* Console.log("human  : deny, with a reason for the model")
-            return yield* gate.respond(event.requestId!, {
-              decision: "deny",
-              reason: "File it in the tracker's triage board instead.",
-              respondedBy: "ana"
-            })
-          default:
-            return yield* Console.log(`human  : (looks away; ${event.toolName} will time out)`)
-        }
-      })
-    ),
-    Stream.runDrain
-  )
+for (const suffix of ["", "-wal", "-shm"]) rmSync(`${demoDb}${suffix}`, { force: true })
+console.log(`tool-gate demo: a release agent on ${relative(root, demoDb)} (read_file allowed, deploy needs a human, drop_database denied)`)
 
-const printAudit = (events: ReadonlyArray<AuditEvent.AuditEvent>) =>
-  Console.log(
-    [
-      "\naudit trail:",
-      ...events.map((e) =>
-        `  #${String(e.seq).padStart(2)} ${e.type.padEnd(18)} ${e.outcome.padEnd(8)} ${(e.toolName ?? "").padEnd(26)} ${
-          e.rule ? `rule=${e.rule}` : ""
-        }${e.via ? ` via=${e.via}` : ""}${e.actor ? ` by=${e.actor}` : ""}`
-      )
-    ].join("\n")
-  )
-
-const program = Effect.gen(function*() {
-  const gate = yield* ToolGate.ToolGate
-  const store = yield* ApprovalStore.ApprovalStore
-  yield* Console.log(`policy ${gate.policy.version.slice(0, 12)} loaded: ${gate.policy.rules.length} rules, default ${gate.policy.default}`)
-  for (const warning of gate.policy.warnings) yield* Console.log(`  lint: ${warning.path}: ${warning.message}`)
-
-  const human = yield* Effect.fork(operator(gate))
-  yield* Effect.yieldNow()
-  yield* agentCall(gate, "call-1", "read_file", { path: "src/index.ts" })
-  yield* agentCall(gate, "call-2", "read_file", { path: "config/prod.env" })
-  yield* agentCall(gate, "call-3", "bash", { command: "npm test" })
-  yield* agentCall(gate, "call-4", "bash", { command: "npm test" })
-  yield* agentCall(gate, "call-5", "bash", { command: "git push origin main --force" })
-  yield* agentCall(gate, "call-6", "mcp__github__create_issue", { title: "Flaky test" })
-  yield* agentCall(gate, "call-7", "deploy", { env: "production" })
-  yield* Fiber.interrupt(human)
-
-  yield* printAudit(yield* store.events())
-})
-
-const main = Effect.gen(function*() {
-  const loaded = yield* Policy.load(new URL("./policy.yaml", import.meta.url).pathname)
-  // The demo shortens the default TTL so the unanswered call times out in seconds, not minutes.
-  const policy = yield* Policy.make({ ...loaded.input, ttlMs: 1500 })
-  const store = ApprovalStore.layerMemory
-  const gate = ToolGate.layer({ policy }).pipe(Layer.provide(store))
-  yield* program.pipe(Effect.provide(Layer.merge(gate, store)))
-})
-
-Effect.runPromise(main.pipe(Effect.provide(NodeFileSystem.layer))).catch((error) => {
-  console.error(String(error))
-  process.exit(1)
-})
+const first = step("1. the agent runs, pauses on the deploy and exits", ["examples/agent.ts"])
+const requestId = found(first, /req_[0-9a-f-]{36}/, "request id")
+const token = found(first, /cp_[0-9a-f-]{36}/, "checkpoint token")
+step("2. a human approves, from another process", ["examples/answer.ts", requestId, "approve"])
+step("3. the agent runs again and resumes from the checkpoint", ["examples/agent.ts", "resume", token])

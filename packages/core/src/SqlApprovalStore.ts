@@ -28,6 +28,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import type { Fragment } from "@effect/sql/Statement"
 import { Clock, Context, Effect, Layer, Option, type ParseResult, Queue, RcRef, Stream } from "effect"
 import type * as Duration from "effect/Duration"
@@ -35,6 +36,7 @@ import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
 import { ApprovalStore, type ResolveResult, type Service } from "./ApprovalStore.js"
 import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
+import * as Batcher from "./internal/sqlBatcher.js"
 import * as Rows from "./internal/sqlRows.js"
 import { lockKey, migrations, tables } from "./internal/sqlSchema.js"
 import type { SessionApproval } from "./SessionApproval.js"
@@ -201,26 +203,101 @@ export const make = (
     const events = sql(t.events)
     const requests = sql(t.requests)
     const approvals = sql(t.sessionApprovals)
+    const isSqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+    const codecs = Rows.makeCodecs()
+    const readRequests = Rows.requests(codecs)
+    const readApprovals = Rows.approvals(codecs)
+    const readEvents = Rows.events(codecs)
 
-    yield* sql.onDialectOrElse({
-      sqlite: () =>
-        Effect.zipRight(
-          sql`PRAGMA busy_timeout = ${sql.literal(String(Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))))}`,
-          Effect.asVoid(sql`PRAGMA journal_mode = WAL`)
-        ).pipe(
-          Effect.zipRight(sql`PRAGMA synchronous = ${sql.literal(options.synchronous === "full" ? "FULL" : "NORMAL")}`)
-        ),
-      orElse: () => Effect.void
-    }).pipe(boundary("open"))
+    const setUp: Effect.Effect<unknown, SqlError> = isSqlite
+      ? Effect.all([
+        sql`PRAGMA busy_timeout = ${sql.literal(String(Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))))}`,
+        sql`PRAGMA journal_mode = WAL`,
+        sql`PRAGMA synchronous = ${sql.literal(options.synchronous === "full" ? "FULL" : "NORMAL")}`
+      ], { discard: true })
+      : Effect.void
+    yield* boundary("open")(setUp)
     // Processes opening a new database at once race to create the migrations table (PostgreSQL
     // refuses the loser's CREATE TABLE); once the winner commits, a retry finds it.
     yield* boundary("migrate")(Migrator.make({})({ loader: migrations(t), table: t.migrations })).pipe(
       Effect.retry({ times: 3 })
     )
 
+    // --- statements -----------------------------------------------------------------------------
+
+    /**
+     * Runs a compiled statement on the connection at hand, skipping the per-statement span, scope
+     * and compile of `@effect/sql`'s `Statement` (most of a statement's cost on SQLite): the
+     * transaction's (or the batch's) connection when there is one, else the pool.
+     */
+    const exec = (text: string, params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<any>, SqlError> =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+        transaction._tag === "Some"
+          ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
+          : isSqlite
+          ? Effect.scoped(Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined)))
+          : sql.unsafe<any>(text, params as ReadonlyArray<any>))
+
+    // Group commit; on SQLite reads queue too, since the one connection serves them.
+    const batcher = yield* Batcher.make({
+      reserve: sql.reserve,
+      begin: isSqlite
+        ? ["BEGIN IMMEDIATE"]
+        : ["BEGIN", `SELECT pg_advisory_xact_lock(${lockKey(prefix)})`]
+    })
+    const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
+
+    /** A read: on SQLite through the batcher (unless the caller is inside its own transaction). */
+    const read = <A>(operation: string, body: Effect.Effect<A, Failure>): Effect.Effect<A, PersistenceError> =>
+      boundary(operation)(
+        isSqlite ? Effect.flatMap(inTransaction, (inside) => inside ? body : batcher.read(body)) : body
+      )
+
+    /** Compiles once: the statement's text with its placeholders, for `exec` with fresh parameters. */
+    const textOf = (statement: Statement.Statement<unknown>) => statement.compile()[0]
+
+    /** Compiles a statement built per call (its shape depends on the query) and runs it. */
+    const run = (statement: Statement.Statement<unknown>) => {
+      const [text, params] = statement.compile()
+      return exec(text, params)
+    }
+
+    const json = <A>(codec: Rows.Codec<A>, value: A) => codec.json(value)
+
+    const q = {
+      lastSeq: textOf(sql`SELECT MAX(seq) AS seq FROM ${events}`),
+      insertEvent: textOf(sql`INSERT INTO ${events} (at, type, outcome, session_key, tool_call_id, tool_name, request_id, event)
+        VALUES (${0}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}) RETURNING seq`),
+      // requested_seq: creation order, breaking ties between requests of the same millisecond. The
+      // next seq, read while this writer holds the write lock: on SQLite exactly the seq of the
+      // request's `approval.requested` event; on PostgreSQL a lower bound of it (a rolled-back
+      // insert leaves a gap), still in creation order.
+      insertRequest: textOf(sql`INSERT INTO ${requests}
+        (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
+        VALUES (${""}, ${""}, ${""}, ${""}, ${0}, ${0}, ${0}, ${0}, ${""}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ${events}))
+        ON CONFLICT DO NOTHING RETURNING request_id`),
+      requestById: textOf(sql`SELECT request FROM ${requests} WHERE request_id = ${""}`),
+      requestByCall: textOf(sql`SELECT request FROM ${requests} WHERE session_key = ${""} AND tool_call_id = ${""}`),
+      rewriteRequest: textOf(sql`UPDATE ${requests}
+        SET status = ${""}, expires_at = ${0}, warned_at = ${0}, consumed_at = ${0}, request = ${""} WHERE request_id = ${""}`),
+      // One statement, so one autocommit: the row's JSON gets `consumedAt` from the database's own
+      // JSON functions (no read, no rewrite, no transaction).
+      consume: textOf(sql`UPDATE ${requests} SET consumed_at = ${0}, request = ${
+        sql.onDialectOrElse({
+          pg: () => sql`(request::jsonb || jsonb_build_object('consumedAt', ${0}::bigint))::text`,
+          orElse: () => sql`json_set(request, '$.consumedAt', ${0})`
+        })
+      } WHERE request_id = ${""} AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`),
+      insertApproval: textOf(sql`INSERT INTO ${approvals}
+        (id, session_key, tool_name, seq, granted_seq, revoked_at, expires_at, approval)
+        VALUES (${""}, ${""}, ${""}, ${0}, ${0}, ${0}, ${0}, ${""})`),
+      rewriteApproval: textOf(sql`UPDATE ${approvals}
+        SET seq = ${0}, revoked_at = ${0}, expires_at = ${0}, approval = ${""} WHERE id = ${""}`)
+    }
+
     // --- hints ------------------------------------------------------------------------------
 
-    const readLastSeq = Effect.flatMap(sql`SELECT MAX(seq) AS seq FROM ${events}`, Rows.seqs).pipe(
+    const readLastSeq = Effect.flatMap(exec(q.lastSeq, []), Rows.seqs).pipe(
       Effect.map((seqs) => seqs[0] ?? 0)
     )
     // Highest sequence number hinted so far, from this process's commits or the feed.
@@ -240,7 +317,7 @@ export const make = (
     const watcher = yield* RcRef.make({
       acquire: feed.changes.pipe(
         Stream.runForEach(() =>
-          Effect.flatMap(readLastSeq, hint).pipe(
+          Effect.flatMap(read("lastSeq", readLastSeq), hint).pipe(
             Effect.catchAllCause((cause) => Effect.logDebug("tool-gate: reading the last sequence number failed", cause))
           )
         ),
@@ -250,64 +327,102 @@ export const make = (
 
     // --- writing ------------------------------------------------------------------------------
 
-    // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order.
-    const serialize = sql.onDialectOrElse({
-      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(prefix)))})`),
-      orElse: () => Effect.void
-    })
+    // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in
+    // order (the batcher takes it when it opens a transaction).
+    const serialize = isSqlite
+      ? Effect.void
+      : Effect.asVoid(run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(prefix)))})`))
 
     /**
-     * One transaction. On SQLite `body` must start with a write: a transaction that read first
-     * would need a lock upgrade, which fails at once (no busy wait) when another process wrote
-     * in between. `committed` names the last event written, hinted to subscribers after COMMIT.
+     * One transaction per call, as callers see it (the batcher may commit several calls' bodies
+     * together). Inside a caller's own transaction, a savepoint of it. `committed` names the last
+     * event written, hinted to subscribers after COMMIT. `single`: the body is one statement.
      */
     const write = <A>(
       operation: string,
       body: Effect.Effect<A, Failure>,
-      committed: (a: A) => number | undefined
+      committed: (a: A) => number | undefined,
+      single = false
     ): Effect.Effect<A, PersistenceError> =>
-      Effect.zipRight(serialize, body).pipe(
-        sql.withTransaction,
-        Effect.tap((a) => hint(committed(a))),
-        boundary(operation)
-      )
+      Effect.flatMap(inTransaction, (inside) =>
+        inside
+          ? sql.withTransaction(Effect.zipRight(serialize, body))
+          : batcher.write(body, single)).pipe(
+          Effect.tap((a) => hint(committed(a))),
+          boundary(operation)
+        )
+
+    const eventParams = (event: UnsequencedEvent, text: string) => [
+      event.at,
+      event.type,
+      event.outcome,
+      event.sessionKey ?? null,
+      event.toolCallId ?? null,
+      // lower-cased so the indexed column answers the case-insensitive tool filter
+      event.toolName?.toLowerCase() ?? null,
+      event.requestId ?? null,
+      text
+    ]
 
     const insertEvents = (batch: ReadonlyArray<UnsequencedEvent>) =>
       Effect.gen(function*() {
-        const rows = yield* Effect.forEach(batch, Rows.eventRow)
+        let seqs: Array<number>
+        if (batch.length === 1) {
+          seqs = yield* Effect.flatMap(exec(q.insertEvent, eventParams(batch[0]!, yield* json(codecs.event, batch[0]!))), Rows.seqs)
+        } else {
+          const rows: Array<Record<string, unknown>> = []
+          for (const event of batch) {
+            const [at, type, outcome, session_key, tool_call_id, tool_name, request_id, text] = eventParams(
+              event,
+              yield* json(codecs.event, event)
+            )
+            rows.push({ at, type, outcome, session_key, tool_call_id, tool_name, request_id, event: text })
+          }
+          seqs = yield* Effect.flatMap(run(sql`INSERT INTO ${events} ${sql.insert(rows)} RETURNING seq`), Rows.seqs)
+        }
         // writers are serialized, so the rows got consecutive numbers in insertion order
-        const seqs = yield* Effect.flatMap(sql`INSERT INTO ${events} ${sql.insert(rows)} RETURNING seq`, Rows.seqs)
         yield* feed.onCommit(seqs[seqs.length - 1]!)
         return batch.map((event, i): AuditEvent => ({ seq: seqs[i]!, ...event }))
       })
     const insertEvent = (event: UnsequencedEvent) => Effect.map(insertEvents([event]), (sequenced) => sequenced[0]!)
 
     const rewriteRequest = (request: ApprovalRequest) =>
-      Effect.flatMap(
-        Rows.requestRow(request),
-        (row) =>
-          sql`UPDATE ${requests} SET ${sql.update(row, ["request_id", "session_key", "tool_call_id", "created_at"])}
-              WHERE request_id = ${request.requestId}`
-      )
+      Effect.flatMap(json(codecs.request, request), (text) =>
+        exec(q.rewriteRequest, [
+          request.status,
+          request.expiresAt,
+          request.warnedAt ?? null,
+          request.consumedAt ?? null,
+          text,
+          request.requestId
+        ]))
 
     // granted_seq keeps grant order among rows that a later revocation gave one seq
     const insertApproval = (approval: SessionApproval) =>
-      Effect.flatMap(
-        Rows.approvalRow(approval),
-        (row) => sql`INSERT INTO ${approvals} ${sql.insert({ ...row, granted_seq: approval.seq })}`
-      )
+      Effect.flatMap(json(codecs.approval, approval), (text) =>
+        exec(q.insertApproval, [
+          approval.id,
+          approval.sessionKey,
+          approval.toolName,
+          approval.seq,
+          approval.seq,
+          approval.revokedAt ?? null,
+          approval.expiresAt ?? null,
+          text
+        ]))
 
     const rewriteApproval = (approval: SessionApproval) =>
-      Effect.flatMap(
-        Rows.approvalRow(approval),
-        (row) => sql`UPDATE ${approvals} SET ${sql.update(row, ["id", "session_key", "tool_name"])} WHERE id = ${approval.id}`
-      )
+      Effect.flatMap(json(codecs.approval, approval), (text) =>
+        exec(q.rewriteApproval, [approval.seq, approval.revokedAt ?? null, approval.expiresAt ?? null, text, approval.id]))
 
     const selectRequests = (where: Fragment, order = sql``) =>
-      Effect.flatMap(sql`SELECT request FROM ${requests} WHERE ${where} ${order}`, Rows.requests)
+      Effect.flatMap(run(sql`SELECT request FROM ${requests} WHERE ${where} ${order}`), readRequests)
 
-    const firstRequest = (where: Fragment) =>
-      Effect.map(selectRequests(where), (found) => Option.fromNullable(found[0]))
+    const firstOf = (rows: ReadonlyArray<ApprovalRequest>) => Option.fromNullable(rows[0])
+    const requestById = (requestId: string) =>
+      Effect.flatMap(exec(q.requestById, [requestId]), readRequests).pipe(Effect.map(firstOf))
+    const requestByCall = (sessionKey: string, toolCallId: string) =>
+      Effect.flatMap(exec(q.requestByCall, [sessionKey, toolCallId]), readRequests).pipe(Effect.map(firstOf))
 
     /**
      * Claims a request with a conditional UPDATE (the transaction's first write), then rewrites
@@ -326,11 +441,11 @@ export const make = (
         operation,
         Effect.gen(function*() {
           const [before] = yield* Effect.flatMap(
-            sql`UPDATE ${requests} SET ${claim.set} WHERE request_id = ${requestId} AND ${claim.when} RETURNING request`,
-            Rows.requests
+            run(sql`UPDATE ${requests} SET ${claim.set} WHERE request_id = ${requestId} AND ${claim.when} RETURNING request`),
+            readRequests
           )
           if (before === undefined) {
-            return { _tag: "Refused", current: yield* firstRequest(sql`request_id = ${requestId}`) } as const
+            return { _tag: "Refused", current: yield* requestById(requestId) } as const
           }
           const request = next(before)
           const sequenced = event === undefined ? undefined : yield* insertEvent(event)
@@ -375,22 +490,25 @@ export const make = (
         write(
           "createRequest",
           Effect.gen(function*() {
-            const row = yield* Rows.requestRow(request)
-            const inserted = yield* sql`INSERT INTO ${requests} ${sql.insert(row)}
-                                        ON CONFLICT DO NOTHING RETURNING request_id`
+            const inserted = yield* exec(q.insertRequest, [
+              request.requestId,
+              request.toolCall.sessionKey,
+              request.toolCall.id,
+              request.status,
+              request.createdAt,
+              request.expiresAt,
+              request.warnedAt ?? null,
+              request.consumedAt ?? null,
+              yield* json(codecs.request, request)
+            ])
             if (inserted.length === 0) {
-              const existing = yield* firstRequest(
-                sql`session_key = ${request.toolCall.sessionKey} AND tool_call_id = ${request.toolCall.id}`
-              )
+              const existing = yield* requestByCall(request.toolCall.sessionKey, request.toolCall.id)
               if (Option.isNone(existing)) {
                 return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
               }
               return { created: false, request: existing.value, event: undefined }
             }
-            const sequenced = yield* insertEvent(event)
-            // creation order breaks ties between requests created in the same millisecond
-            yield* sql`UPDATE ${requests} SET requested_seq = ${sequenced.seq} WHERE request_id = ${request.requestId}`
-            return { created: true, request, event: sequenced }
+            return { created: true, request, event: yield* insertEvent(event) }
           }),
           (result) => result.event?.seq
         ),
@@ -427,24 +545,14 @@ export const make = (
         ),
 
       consume: (requestId, at) =>
-        Effect.map(
-          transition(
-            "consume",
-            requestId,
-            { set: sql`consumed_at = ${at}`, when: sql`status = 'approved' AND consumed_at IS NULL` },
-            (request) => ({ ...request, consumedAt: at }),
-            undefined
-          ),
-          (result) => result._tag === "Applied"
-        ),
+        write("consume", Effect.map(exec(q.consume, [at, at, requestId]), (rows) => rows.length > 0), () => undefined, true),
 
-      getRequest: (requestId) => boundary("getRequest")(firstRequest(sql`request_id = ${requestId}`)),
+      getRequest: (requestId) => read("getRequest", requestById(requestId)),
 
-      findByToolCall: (sessionKey, toolCallId) =>
-        boundary("findByToolCall")(firstRequest(sql`session_key = ${sessionKey} AND tool_call_id = ${toolCallId}`)),
+      findByToolCall: (sessionKey, toolCallId) => read("findByToolCall", requestByCall(sessionKey, toolCallId)),
 
       listPending: (query) =>
-        boundary("listPending")(
+        read("listPending", 
           selectRequests(
             sql.and([
               sql`status = 'pending'`,
@@ -455,14 +563,14 @@ export const make = (
         ),
 
       listDue: (at) =>
-        boundary("listDue")(
+        read("listDue", 
           selectRequests(sql`status = 'pending' AND expires_at <= ${at}`, sql`ORDER BY expires_at, requested_seq`)
         ),
 
       // expiresAt - min(warnBeforeMs, (expiresAt - createdAt) / 2) <= at, in integers and
       // bounded by expires_at so the pending-by-expiry index serves it
       listToWarn: (at, warnBeforeMs) =>
-        boundary("listToWarn")(
+        read("listToWarn", 
           selectRequests(
             sql`status = 'pending' AND warned_at IS NULL AND expires_at <= ${at + warnBeforeMs}
                 AND expires_at + created_at <= ${2 * at}`,
@@ -487,8 +595,8 @@ export const make = (
           "revoke",
           Effect.gen(function*() {
             const [before] = yield* Effect.flatMap(
-              sql`UPDATE ${approvals} SET revoked_at = ${at} WHERE id = ${id} AND ${activeAt(at)} RETURNING approval`,
-              Rows.approvals
+              run(sql`UPDATE ${approvals} SET revoked_at = ${at} WHERE id = ${id} AND ${activeAt(at)} RETURNING approval`),
+              readApprovals
             )
             if (before === undefined) return Option.none()
             const revoked: SessionApproval = { ...before, revokedAt: at, seq: (yield* insertEvent(event)).seq }
@@ -504,7 +612,7 @@ export const make = (
           Effect.gen(function*() {
             const { seq } = yield* insertEvent(event)
             const before = yield* Effect.flatMap(
-              sql`UPDATE ${approvals} SET revoked_at = ${at}, seq = ${seq}
+              run(sql`UPDATE ${approvals} SET revoked_at = ${at}, seq = ${seq}
                   WHERE ${
                 sql.and([
                   sql`revoked_at IS NULL`,
@@ -512,8 +620,8 @@ export const make = (
                   ...(query.toolName !== undefined ? [sql`tool_name = ${query.toolName.toLowerCase()}`] : [])
                 ])
               }
-                  RETURNING approval`,
-              Rows.approvals
+                  RETURNING approval`),
+              readApprovals
             )
             // until now each row's seq was the one it was granted with: grant order
             const revoked = before
@@ -526,24 +634,24 @@ export const make = (
         ).pipe(Effect.map((result) => result.revoked)),
 
       sessionApprovals: (query) =>
-        boundary("sessionApprovals")(
+        read("sessionApprovals", 
           Effect.flatMap(
-            sql`SELECT approval FROM ${approvals} WHERE ${
+            run(sql`SELECT approval FROM ${approvals} WHERE ${
               sql.and([
                 ...(query?.id !== undefined ? [sql`id = ${query.id}`] : []),
                 ...(query?.sessionKey !== undefined ? [sql`session_key = ${query.sessionKey}`] : []),
                 ...(query?.afterSeq !== undefined ? [sql`seq > ${query.afterSeq}`] : []),
                 ...(query?.activeAt !== undefined ? [activeAt(query.activeAt)] : [])
               ])
-            } ORDER BY seq, granted_seq`,
-            Rows.approvals
+            } ORDER BY seq, granted_seq`),
+            readApprovals
           )
         ),
 
       events: (query = {}) =>
-        boundary("events")(
+        read("events", 
           Effect.flatMap(
-            sql`SELECT seq, event FROM ${events} WHERE ${
+            run(sql`SELECT seq, event FROM ${events} WHERE ${
               sql.and([
                 sql`seq > ${query.afterSeq ?? 0}`,
                 ...(query.sessionKey !== undefined
@@ -554,12 +662,12 @@ export const make = (
                 ...(query.since !== undefined ? [sql`at >= ${query.since}`] : []),
                 ...(query.until !== undefined ? [sql`at <= ${query.until}`] : [])
               ])
-            } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`,
-            Rows.events
+            } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`),
+            readEvents
           )
         ),
 
-      lastSeq: boundary("lastSeq")(readLastSeq),
+      lastSeq: read("lastSeq", readLastSeq),
 
       subscribe: Effect.gen(function*() {
         const queue = yield* Effect.acquireRelease(

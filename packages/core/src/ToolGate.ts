@@ -503,7 +503,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         authorize(input),
         (result) =>
           PauseSignal.isPauseSignal(result)
-            ? Effect.zipRight(awaitDecision(result.requestId).pipe(Effect.orDie), Effect.suspend(() => untilDecided))
+            ? Effect.zipRight(
+              // the request was just created or found, so only a store failure can end the wait early
+              awaitDecision(result.requestId).pipe(Effect.catchTag("RequestNotFound", Effect.die)),
+              Effect.suspend(() => untilDecided)
+            )
             : Effect.succeed(result)
       )
       return Effect.flatMap(untilDecided, run)

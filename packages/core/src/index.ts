@@ -17,6 +17,10 @@ export * as CheckpointStore from "./CheckpointStore.js"
 /** @since 0.1.0 */
 export * as Decision from "./Decision.js"
 /** @since 0.1.0 */
+export * as GatedTool from "./GatedTool.js"
+/** @since 0.1.0 */
+export * as Glob from "./Glob.js"
+/** @since 0.1.0 */
 export * as PauseSignal from "./PauseSignal.js"
 /** @since 0.1.0 */
 export * as Policy from "./Policy.js"

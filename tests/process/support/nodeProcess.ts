@@ -1,6 +1,7 @@
 /**
- * Real Node processes for the process tests: the worker is bundled for Node once (better-sqlite3
- * stays external and loads from node_modules), then each process is spawned with `node`.
+ * Real processes for the process tests: a worker is bundled for Node once (better-sqlite3 stays
+ * external and loads from node_modules), then each process is spawned with `node`; or, asked
+ * for, the worker's source runs under Bun (bun:sqlite).
  */
 import { mkdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
@@ -8,23 +9,35 @@ import { fileURLToPath } from "node:url"
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 const outdir = `${root}build/process-tests`
 
-let built: Promise<string> | undefined
+const built = new Map<string, Promise<string>>()
 
-/** Bundles the gate worker for Node (once per test run) and returns its path. */
-export const workerScript = (): Promise<string> =>
-  built ??= (async () => {
-    mkdirSync(outdir, { recursive: true })
-    const result = await Bun.build({
-      entrypoints: [`${root}tests/process/support/gateWorker.ts`],
-      outdir,
-      target: "node",
-      format: "esm",
-      // the Bun driver is only imported under Bun; keep it (and its bun:sqlite) out of the Node bundle
-      external: ["better-sqlite3", "@effect/sql-sqlite-bun", "bun:*"]
-    })
-    if (!result.success) throw new Error(result.logs.map(String).join("\n"))
-    return result.outputs[0]!.path
-  })()
+/** Bundles a worker of this folder (`gateWorker` unless named) for Node, once per test run, and returns its path. */
+export const workerScript = (entry = "gateWorker"): Promise<string> => {
+  let script = built.get(entry)
+  if (script === undefined) {
+    script = (async () => {
+      mkdirSync(outdir, { recursive: true })
+      const result = await Bun.build({
+        entrypoints: [`${root}tests/process/support/${entry}.ts`],
+        outdir,
+        target: "node",
+        format: "esm",
+        // the Bun driver is only imported under Bun; keep it (and its bun:sqlite) out of the Node bundle
+        external: ["better-sqlite3", "@effect/sql-sqlite-bun", "bun:*"]
+      })
+      if (!result.success) throw new Error(result.logs.map(String).join("\n"))
+      return result.outputs[0]!.path
+    })()
+    built.set(entry, script)
+  }
+  return script
+}
+
+/** Which worker to start (default `gateWorker`), and on which runtime (default Node, from the bundle). */
+export interface WorkerOptions {
+  readonly entry?: string
+  readonly runtime?: "node" | "bun"
+}
 
 export interface Line {
   readonly event: string
@@ -41,9 +54,12 @@ export interface Worker {
   readonly stderr: () => string
 }
 
-export const spawnWorker = async (args: Array<string>): Promise<Worker> => {
-  const script = await workerScript()
-  const child = Bun.spawn(["node", script, ...args], { cwd: root, env: { ...process.env }, stdout: "pipe", stderr: "pipe" })
+export const spawnWorker = async (args: Array<string>, options: WorkerOptions = {}): Promise<Worker> => {
+  const entry = options.entry ?? "gateWorker"
+  const command = options.runtime === "bun"
+    ? [process.execPath, `${root}tests/process/support/${entry}.ts`]
+    : ["node", await workerScript(entry)]
+  const child = Bun.spawn([...command, ...args], { cwd: root, env: { ...process.env }, stdout: "pipe", stderr: "pipe" })
   const lines: Array<Line> = []
   const waiting: Array<() => void> = []
   let err = ""
@@ -88,8 +104,8 @@ export const spawnWorker = async (args: Array<string>): Promise<Worker> => {
 }
 
 /** Runs a worker to its end and returns its last line. */
-export const runWorker = async (args: Array<string>): Promise<Line> => {
-  const worker = await spawnWorker(args)
+export const runWorker = async (args: Array<string>, options: WorkerOptions = {}): Promise<Line> => {
+  const worker = await spawnWorker(args, options)
   const code = await worker.exited
   await Bun.sleep(10)
   if (code !== 0) throw new Error(`worker ${args.join(" ")} exited ${code}: ${worker.stderr()}`)

@@ -62,8 +62,8 @@ export const migrations = (t: Tables): Migrator.Loader =>
         request_id TEXT,
         event TEXT NOT NULL
       )`
-      // Every index costs each decision's insert; these serve the audit query's filters and the
-      // wake-ups by request. Type and outcome filters ride on the seq order instead.
+      // Every index costs each decision's insert; these serve the audit query's filters (the
+      // request index is dropped again by 0002). Type and outcome filters ride on the seq order.
       yield* index(t.events, "at", "at")
       yield* index(t.events, "session", "session_key, seq")
       yield* index(t.events, "tool_name", "tool_name, seq")
@@ -98,5 +98,11 @@ export const migrations = (t: Tables): Migrator.Loader =>
       )`
       yield* index(t.sessionApprovals, "seq", "seq, granted_seq")
       yield* index(t.sessionApprovals, "session", "session_key, tool_name")
+    }),
+    // No query reads events by request id (waiters are woken from the tail by seq), and every
+    // index costs each event's insert a page in the write-ahead log.
+    "0002_drop_events_request_index": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql`DROP INDEX IF EXISTS ${sql(`${t.events}_request_idx`)}`
     })
   })

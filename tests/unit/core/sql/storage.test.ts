@@ -1,6 +1,6 @@
 import { expect } from "bun:test"
 import { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
-import { Arbitrary, Effect, FastCheck as fc, Option, Schema } from "effect"
+import { Arbitrary, Effect, Either, FastCheck as fc, Option, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
@@ -18,8 +18,9 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       yield* openFile(file)
       expect(yield* store.getRequest(request(1).requestId)).toEqual(Option.some(request(1)))
       expect(yield* store.lastSeq).toBe(1)
-      expect(yield* sql`SELECT migration_id, name FROM toolgate_migrations`).toEqual([
-        { migration_id: 1, name: "create_tables" }
+      expect(yield* sql`SELECT migration_id, name FROM toolgate_migrations ORDER BY migration_id`).toEqual([
+        { migration_id: 1, name: "create_tables" },
+        { migration_id: 2, name: "drop_events_request_index" }
       ])
       expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
     }))
@@ -98,7 +99,12 @@ describe("SqlApprovalStore storage (SQLite)", () => {
   it.live("any valid request round-trips through its row unchanged", () =>
     Effect.gen(function*() {
       const { store } = yield* openFile(join(yield* tempDir, "toolgate.db"))
-      const arbitrary = Arbitrary.make(ApprovalRequest.ApprovalRequest)
+      // Schema.Number admits NaN and ±Infinity, which JSON writes as null: such a request cannot
+      // round-trip through any JSON column, so it is left out here
+      const fromJson = Schema.decodeUnknownEither(Schema.parseJson(ApprovalRequest.ApprovalRequest))
+      const arbitrary = Arbitrary.make(ApprovalRequest.ApprovalRequest).filter((r) =>
+        Either.isRight(fromJson(JSON.stringify(r)))
+      )
       const samples = fc.sample(fc.uniqueArray(arbitrary, { selector: (r) => r.requestId, maxLength: 60 }), 1)[0]!
       for (const r of samples) {
         const { created, request: stored } = yield* store.createRequest(r, requested(r))

@@ -1,0 +1,93 @@
+/**
+ * W2 durable pause/resume round trip on a SQLite file (WAL), and on PostgreSQL when
+ * TOOLGATE_PG_URL is set (a fresh schema): a call that needs approval pauses (request + event
+ * committed), an approval is committed, and the call resumes and runs (the approval spent,
+ * durably). 10,000 sequential round trips, then 1,000 in flight at once answered by a responder
+ * fiber tailing the audit log. Figures: round trips per second; p50/p99 of pause and of resume.
+ */
+import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Effect, Fiber, Layer, Redacted, Stream } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { pgSchema } from "../tests/support/sqlStores.js"
+
+const SEQUENTIAL = Number(process.env.W2_SEQUENTIAL ?? 10_000)
+const CONCURRENT = Number(process.env.W2_CONCURRENT ?? 1_000)
+
+const percentile = (xs: Array<number>, p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 1000) / 1000
+}
+
+const bash = (id: string) => ({ id, name: "bash", sessionKey: "w2", args: { command: `make ${id}` } })
+
+const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
+
+export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, E>) =>
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    const pauses: Array<number> = []
+    const resumes: Array<number> = []
+    let start = performance.now()
+    for (let i = 0; i < SEQUENTIAL; i++) {
+      const t0 = performance.now()
+      const paused = yield* gate.authorize(bash(`seq-${i}`))
+      if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
+      const t1 = performance.now()
+      yield* gate.respond(paused.requestId, { decision: "approve_once", respondedBy: "bench" })
+      const t2 = performance.now()
+      yield* gate.gate(bash(`seq-${i}`), () => Effect.void)
+      const t3 = performance.now()
+      pauses.push(t1 - t0)
+      resumes.push(t3 - t2)
+    }
+    const sequential = SEQUENTIAL / ((performance.now() - start) / 1000)
+    console.error(`sequential: ${Math.round(sequential)} round trips/s`)
+
+    start = performance.now()
+    const afterSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
+    const responder = yield* gate.auditLog({ afterSeq }).pipe(
+      Stream.filter((e) => e.type === "approval.requested"),
+      Stream.take(CONCURRENT),
+      Stream.runForEach((e) => gate.respond(e.requestId!, { decision: "approve_once", respondedBy: "bench" })),
+      Effect.fork
+    )
+    yield* Effect.forEach(
+      Array.from({ length: CONCURRENT }, (_, i) => bash(`par-${i}`)),
+      (call) => gate.gate(call, () => Effect.void),
+      { concurrency: "unbounded", discard: true }
+    )
+    yield* Fiber.join(responder)
+    const concurrent = CONCURRENT / ((performance.now() - start) / 1000)
+    return {
+      sequentialRoundTripsPerSec: Math.round(sequential),
+      concurrentRoundTripsPerSec: Math.round(concurrent),
+      pauseP50ms: percentile(pauses, 0.5),
+      pauseP99ms: percentile(pauses, 0.99),
+      resumeP50ms: percentile(resumes, 0.5),
+      resumeP99ms: percentile(resumes, 0.99)
+    }
+  }).pipe(Effect.provide(gateLayer))
+
+/** On a SQLite file (WAL), with the default `@tool-gate/sqlite` layer. */
+export const runW2 = (filename: string) => runW2With(ToolGateSqlite.layer({ filename, policy }))
+
+/** On PostgreSQL, in a fresh schema dropped afterwards. */
+export const runW2Pg = (url: string) =>
+  Effect.scoped(Effect.flatMap(pgSchema(url), (schemaUrl) =>
+    runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }))))
+
+if (import.meta.main) {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-w2-"))
+  try {
+    console.log(JSON.stringify({ workload: "W2 SQLite", ...(await Effect.runPromise(runW2(join(dir, "w2.db")))) }))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const pg = process.env.TOOLGATE_PG_URL
+  if (pg) console.log(JSON.stringify({ workload: "W2 PostgreSQL", ...(await Effect.runPromise(runW2Pg(pg))) }))
+  else console.log(JSON.stringify({ workload: "W2 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
+}

@@ -1,0 +1,302 @@
+/**
+ * An agent loop over `LanguageModel` and a toolkit whose calls go through the gate. It runs
+ * model turns until the model answers with text (`Completed`) or a turn has calls that need a
+ * human (`Paused`). A pause saves the loop's state (the conversation so far, the turn's calls,
+ * the results already obtained) in a durable checkpoint, so the process may exit; `resume(token)`,
+ * in any process sharing the store, picks it up once every request of the turn is answered:
+ * approved calls run (once, with the approver's edited arguments if any), denied and expired
+ * ones give the model a denial result saying why, and the loop goes on.
+ *
+ * Each call of a turn gets its own request, keyed by the model's tool-call id and answered on its
+ * own; while any is unanswered, `resume` fails with `RequestPending` and the checkpoint stays
+ * resumable. A checkpoint resumes once (`AlreadyResumed` after).
+ *
+ * @example
+ * import { Tool, Toolkit } from "@effect/ai"
+ * import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
+ * import { Policy } from "@tool-gate/core"
+ * import { ToolGateSqlite } from "@tool-gate/sqlite"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const Deploy = Tool.make("deploy", { parameters: { env: Schema.String }, success: Schema.String })
+ * const Tools = Toolkit.make(Deploy)
+ *
+ * const agent = AgentLoop.make({ toolkit: Tools })
+ *
+ * const program = Effect.gen(function*() {
+ *   const result = yield* agent.run("ship it", { sessionKey: "s-1", agentId: "release-bot" })
+ *   if (result._tag === "Paused") {
+ *     // keep result.token; exit; later, once a human answered: agent.resume(result.token)
+ *   }
+ *   return result
+ * })
+ *
+ * const Live = Layer.mergeAll(
+ *   Tools.toLayer({ deploy: ({ env }) => Effect.succeed(`deployed to ${env}`) }),
+ *   ScriptedModel.layer([{ toolCalls: [{ id: "c1", name: "deploy", params: { env: "prod" } }] }, { text: "done" }]),
+ *   ToolGateSqlite.layer({ filename: ".toolgate/agent.db", policy: Policy.unsafeMake({ requireApproval: ["deploy"] }) })
+ * )
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Live)))
+ *
+ * @since 0.1.0
+ */
+import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
+import { Checkpoint, type PauseSignal, type ToolGate, type ToolGateError } from "@tool-gate/core"
+import { Data, Effect, Schema } from "effect"
+import * as GatedToolkit from "./GatedToolkit.js"
+
+/**
+ * Whose conversation this is; every tool call of the loop carries it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Session = Schema.Struct({
+  sessionKey: Schema.String,
+  agentId: Schema.optional(Schema.String),
+  intentId: Schema.optional(Schema.String),
+  userId: Schema.optional(Schema.String),
+  workingDirectory: Schema.optional(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Session extends Schema.Schema.Type<typeof Session> {}
+
+/**
+ * What a paused loop stores: the conversation up to and including the model's turn with the tool
+ * calls, those calls, the results already obtained (allowed calls that ran, denials), and how
+ * many turns were taken.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const State = Schema.Struct({
+  session: Session,
+  prompt: Prompt.Prompt,
+  calls: Schema.Array(GatedToolkit.ModelCall),
+  results: Schema.Array(GatedToolkit.ToolResult),
+  turns: Schema.Number
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface State extends Schema.Schema.Type<typeof State> {}
+
+/**
+ * The model answered with text: the loop is done.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Completed extends Data.TaggedClass("Completed")<{
+  readonly text: string
+  /** the whole conversation, the final answer included: continue it with another `run` */
+  readonly prompt: Prompt.Prompt
+  readonly turns: number
+}> {}
+
+/**
+ * The turn waits for humans: answer `requests` (from any process), then `resume(token)`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Paused extends Data.TaggedClass("Paused")<{
+  readonly token: Checkpoint.Token
+  readonly requests: ReadonlyArray<PauseSignal.PauseSignal>
+}> {}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Result = Completed | Paused
+
+/**
+ * What the loop reports as it goes (for logs and demos): each model turn, and each tool call's
+ * outcome.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Step = Data.TaggedEnum<{
+  ModelReplied: { readonly turn: number; readonly text: string; readonly calls: ReadonlyArray<GatedToolkit.ModelCall> }
+  CallHandled: { readonly call: GatedToolkit.ModelCall; readonly outcome: GatedToolkit.Outcome }
+}>
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const Step = Data.taggedEnum<Step>()
+
+/**
+ * The model kept calling tools past `maxTurns`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MaxTurnsExceeded extends Schema.TaggedError<MaxTurnsExceeded>()("MaxTurnsExceeded", {
+  sessionKey: Schema.String,
+  maxTurns: Schema.Number
+}) {
+  override get message(): string {
+    return `The agent in session ${this.sessionKey} took ${this.maxTurns} turns without answering`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<Tools extends Record<string, Tool.Any>, E, R> {
+  /** the toolkit (an `@effect/ai` `Toolkit`, whose handlers come from context) or its handled form */
+  readonly toolkit: Toolkit.WithHandler<Tools> | Effect.Effect<Toolkit.WithHandler<Tools>, E, R>
+  /** the checkpoint's name: tokens saved under another name do not resume here (default `@tool-gate/ai/AgentLoop`) */
+  readonly name?: string | undefined
+  /** model turns per conversation, resumes included (default 20) */
+  readonly maxTurns?: number | undefined
+  readonly onStep?: ((step: Step) => Effect.Effect<void>) | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Error<Tools extends Record<string, Tool.Any>> =
+  | GatedToolkit.Error<Tools>
+  | MaxTurnsExceeded
+  | ToolGateError.RequestNotFound
+  | ToolGateError.CheckpointInvalid
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResumeError =
+  | ToolGateError.CheckpointNotFound
+  | ToolGateError.RequestPending
+  | ToolGateError.AlreadyResumed
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Requirements<Tools extends Record<string, Tool.Any>> =
+  | LanguageModel.LanguageModel
+  | ToolGate.ToolGate
+  | Checkpoint.Checkpoints
+  | Tool.Requirements<Tools[keyof Tools]>
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
+  /** Starts a conversation (or continues one: pass a `Completed`'s prompt plus the next message). */
+  readonly run: (
+    prompt: Prompt.RawInput,
+    session: Session
+  ) => Effect.Effect<Result, Error<Tools> | E, Requirements<Tools> | R>
+  /** Continues a paused conversation once every request of its turn is answered or expired. */
+  readonly resume: (
+    token: string
+  ) => Effect.Effect<Result, Error<Tools> | ResumeError | E, Requirements<Tools> | R>
+}
+
+const toolMessage = (results: ReadonlyArray<GatedToolkit.ToolResult>): Prompt.Prompt =>
+  Prompt.fromMessages([
+    Prompt.makeMessage("tool", {
+      content: results.map((result) => Prompt.makePart("tool-result", { ...result, providerExecuted: false }))
+    })
+  ])
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <Tools extends Record<string, Tool.Any>, E = never, R = never>(
+  options: Options<Tools, E, R>
+): AgentLoop<Tools, E, R> => {
+  const checkpoint = Checkpoint.make(options.name ?? "@tool-gate/ai/AgentLoop", { state: State })
+  const maxTurns = options.maxTurns ?? 20
+  const onStep = options.onStep ?? (() => Effect.void)
+  const resolveToolkit: Effect.Effect<Toolkit.WithHandler<Tools>, E, R> = Effect.isEffect(options.toolkit)
+    ? options.toolkit
+    : Effect.succeed(options.toolkit)
+
+  const reported = <O extends GatedToolkit.Outcome, Err, Req>(
+    call: GatedToolkit.ModelCall,
+    outcome: Effect.Effect<O, Err, Req>
+  ) => Effect.tap(outcome, (settled) => onStep(Step.CallHandled({ call, outcome: settled })))
+
+  // The gate and the checkpoint keep the parameters as JSON: encode back what @effect/ai decoded.
+  const encodeCall = (
+    toolkit: Toolkit.WithHandler<Tools>,
+    call: { readonly id: string; readonly name: string; readonly params: unknown }
+  ) =>
+    Schema.encodeUnknown(toolkit.tools[call.name]!.parametersSchema as Schema.Schema<unknown, unknown>)(call.params).pipe(
+      Effect.map((params): GatedToolkit.ModelCall => ({ id: call.id, name: call.name, params })),
+      Effect.mapError((error) =>
+        AiError.MalformedOutput.fromParseError({ module: "AgentLoop", method: "run", error })
+      )
+    )
+
+  /** Model turns from `prompt` until text or a pause. */
+  const continueFrom = (toolkit: Toolkit.WithHandler<Tools>, session: Session, start: Prompt.Prompt, turnsSoFar: number) =>
+    Effect.gen(function*() {
+      const model = yield* LanguageModel.LanguageModel
+      const checkpoints = yield* Checkpoint.Checkpoints
+      let prompt = start
+      for (let turns = turnsSoFar; ; turns++) {
+        if (turns >= maxTurns) return yield* new MaxTurnsExceeded({ sessionKey: session.sessionKey, maxTurns })
+        const response = yield* model.generateText({ prompt, toolkit, disableToolCallResolution: true })
+        const calls = yield* Effect.forEach(
+          response.toolCalls.filter((call) => !call.providerExecuted),
+          (call) => encodeCall(toolkit, call)
+        )
+        const history = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
+        yield* onStep(Step.ModelReplied({ turn: turns + 1, text: response.text, calls }))
+        if (calls.length === 0) return new Completed({ text: response.text, prompt: history, turns: turns + 1 })
+
+        const outcomes = yield* Effect.forEach(calls, (call) =>
+          reported(call, GatedToolkit.authorize(toolkit, call, session)))
+        const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
+        const pending = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [outcome.signal] : [])
+        if (pending.length > 0) {
+          const token = yield* checkpoints.save(
+            checkpoint,
+            pending.map((signal) => signal.requestId),
+            { session, prompt: history, calls, results, turns: turns + 1 }
+          )
+          return new Paused({ token, requests: pending })
+        }
+        prompt = Prompt.merge(history, toolMessage(results))
+      }
+    })
+
+  const run = (prompt: Prompt.RawInput, session: Session) =>
+    Effect.flatMap(resolveToolkit, (toolkit) => continueFrom(toolkit, session, Prompt.make(prompt), 0))
+
+  const resume = (token: string) =>
+    Effect.gen(function*() {
+      const toolkit = yield* resolveToolkit
+      const { state } = yield* Effect.flatMap(Checkpoint.Checkpoints, (checkpoints) => checkpoints.resume(checkpoint, token))
+      const obtained = new Map(state.results.map((result) => [result.id, result]))
+      // Every request of the turn is settled now, so gate() never waits: approved calls run (once),
+      // denied and expired ones come back as denial results.
+      const results = yield* Effect.forEach(state.calls, (call) => {
+        const result = obtained.get(call.id)
+        return result !== undefined
+          ? Effect.succeed(result)
+          : Effect.map(reported(call, GatedToolkit.gate(toolkit, call, state.session)), (settled) => settled.result)
+      })
+      return yield* continueFrom(toolkit, state.session, Prompt.merge(state.prompt, toolMessage(results)), state.turns)
+    })
+
+  return { run, resume }
+}

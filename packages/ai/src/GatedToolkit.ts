@@ -1,0 +1,224 @@
+/**
+ * The tool calls an `@effect/ai` model makes, run through the gate one by one, keyed by the
+ * model's tool-call ids.
+ *
+ * `@effect/ai`'s own resolution (`generateText` with a toolkit) hands a handler only the
+ * parameters, never the call's id, and a handler cannot stop the turn. So the model is asked with
+ * `disableToolCallResolution: true` and each of `response.toolCalls` is handled here: an allowed
+ * call runs its toolkit handler; a denied one becomes a failed tool result the model reads (with
+ * the human's or the policy's reason); one that needs a human comes back `Pending` with its
+ * `PauseSignal`. `AgentLoop` builds on this; use it directly to write your own loop.
+ *
+ * @example
+ * import { LanguageModel, Tool, Toolkit } from "@effect/ai"
+ * import { GatedToolkit } from "@tool-gate/ai"
+ * import { Effect, Schema } from "effect"
+ *
+ * const Deploy = Tool.make("deploy", { parameters: { env: Schema.String }, success: Schema.String })
+ * const Tools = Toolkit.make(Deploy)
+ * const ToolsLive = Tools.toLayer({ deploy: ({ env }) => Effect.succeed(`deployed to ${env}`) })
+ *
+ * const turn = Effect.gen(function*() {
+ *   const toolkit = yield* Tools
+ *   const response = yield* LanguageModel.generateText({ prompt: "ship it", toolkit, disableToolCallResolution: true })
+ *   return yield* Effect.forEach(response.toolCalls, (call) =>
+ *     GatedToolkit.authorize(toolkit, { id: call.id, name: call.name, params: call.params }, { sessionKey: "s-1" }))
+ * }).pipe(Effect.provide(ToolsLive))
+ *
+ * @since 0.1.0
+ */
+import type { AiError, Tool, Toolkit } from "@effect/ai"
+import { GatedTool, PauseSignal, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Data, Effect, Schema } from "effect"
+
+/**
+ * A tool call as the model made it: the model's id, the tool's name, the parameters as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ModelCall = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  params: Schema.Unknown
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelCall extends Schema.Schema.Type<typeof ModelCall> {}
+
+/**
+ * What the model reads back for one call: the handler's encoded result, or a `Denial`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ToolResult = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  isFailure: Schema.Boolean,
+  result: Schema.Unknown
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolResult extends Schema.Schema.Type<typeof ToolResult> {}
+
+/**
+ * The result a denied call gives the model: who said no (`policy`, a human: `denied`, or nobody
+ * in time: `expired`) and why, so it can change course instead of retrying blindly.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Denial = Schema.Struct({
+  denied: Schema.Literal(true),
+  outcome: Schema.Literal("policy", "denied", "expired"),
+  reason: Schema.String,
+  message: Schema.String
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Denial = typeof Denial.Type
+
+/**
+ * What became of one call: it ran, it was denied (the result says why), or it waits for a human.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Outcome = Data.TaggedEnum<{
+  Ran: { readonly result: ToolResult }
+  Denied: { readonly result: ToolResult; readonly denied: ToolGateError.ToolDenied }
+  Pending: { readonly signal: PauseSignal.PauseSignal }
+}>
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const Outcome = Data.taggedEnum<Outcome>()
+
+/**
+ * An outcome that needs nobody any more.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Settled = Exclude<Outcome, { readonly _tag: "Pending" }>
+
+/**
+ * Whose calls these are: everything of a tool call but its id, name and arguments.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Session = Omit<GatedTool.CallContext, "id">
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Error<Tools extends Record<string, Tool.Any>> =
+  | AiError.AiError
+  | Tool.Failure<Tools[keyof Tools]>
+  | ToolGateError.CallAlreadyExecuted
+  | ToolGate.CallError
+
+const denial = (call: ModelCall, denied: ToolGateError.ToolDenied) =>
+  Outcome.Denied({
+    denied,
+    result: {
+      id: call.id,
+      name: call.name,
+      isFailure: true,
+      result: {
+        denied: true,
+        outcome: denied.outcome,
+        reason: denied.reason,
+        message: denied.message
+      } satisfies Denial
+    }
+  })
+
+const handler = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.WithHandler<Tools>, call: ModelCall) =>
+(args: unknown, allowed: ToolGate.Allowed) => {
+  const run = Effect.map(
+    // The toolkit decodes the parameters itself, as @effect/ai does with a model's.
+    toolkit.handle(call.name, args as Tool.Parameters<Tools[keyof Tools]>),
+    (handled) =>
+      Outcome.Ran({
+        result: { id: call.id, name: call.name, isFailure: handled.isFailure, result: handled.encodedResult }
+      })
+  )
+  const edited = allowed.request?.resolution?.editedArgs
+  if (edited === undefined) return run
+  // The gate checks an edit against the policy, not against the tool's parameters: an edit that
+  // does not fit is refused here, as a denial the model reads, rather than failing the loop.
+  const parameters = toolkit.tools[call.name]!.parametersSchema as Schema.Schema<unknown, unknown>
+  return Schema.decodeUnknown(parameters, { errors: "all" })(edited).pipe(
+    Effect.mapError((error) =>
+      new ToolGateError.ToolDenied({
+        toolCallId: call.id,
+        toolName: call.name,
+        sessionKey: allowed.call.sessionKey,
+        outcome: "denied",
+        reason: `the approver's edited arguments do not fit the tool: ${
+          ToolGateError.problemsOf(error).map((p) => `${p.path}: ${p.message}`).join("; ")
+        }`,
+        requestId: allowed.request!.requestId
+      })
+    ),
+    Effect.zipRight(run)
+  )
+}
+
+// Parameters that are not a JSON object are refused by the gate itself (`InvalidToolCall`).
+const argsOf = (call: ModelCall) => call.params as Record<string, unknown>
+
+/**
+ * Asks the gate about the call, without waiting: runs it when allowed (or approved earlier under
+ * the same id, with the approver's edit), returns the denial result when denied, and `Pending`
+ * with the `PauseSignal` when a human must answer first.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const authorize = <Tools extends Record<string, Tool.Any>>(
+  toolkit: Toolkit.WithHandler<Tools>,
+  call: ModelCall,
+  session: Session
+): Effect.Effect<Outcome, Error<Tools>, ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>> =>
+  GatedTool.make(call.name, handler(toolkit, call))(argsOf(call), { ...session, id: call.id }).pipe(
+    Effect.map((result) => PauseSignal.isPauseSignal(result) ? Outcome.Pending({ signal: result }) : result),
+    Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
+  )
+
+/**
+ * Runs the call through `ToolGate.gate`: when it needs a human, waits (up to the TTL) for the
+ * answer from any process, then runs it or returns the denial result (timeout means deny). Used
+ * to finish calls whose requests are answered: an approved call runs once.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const gate = <Tools extends Record<string, Tool.Any>>(
+  toolkit: Toolkit.WithHandler<Tools>,
+  call: ModelCall,
+  session: Session
+): Effect.Effect<
+  Settled,
+  Error<Tools>,
+  ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>
+> =>
+  Effect.flatMap(ToolGate.ToolGate, (service) =>
+    service.gate(
+      { ...session, id: call.id, name: call.name, args: argsOf(call) },
+      (allowed) => handler(toolkit, call)(allowed.call.args, allowed)
+    )).pipe(
+      Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
+    )

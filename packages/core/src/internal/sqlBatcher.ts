@@ -1,0 +1,203 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Deferred, Effect, Equal, Exit, type FiberId, Queue } from "effect"
+import type * as Scope from "effect/Scope"
+
+/**
+ * Group commit for one store's statements. A call that finds the store idle runs at once, on its
+ * own fiber (no hand-off, so a lone caller pays nothing for batching). Calls that arrive while
+ * one runs queue up, and a worker fiber then runs them in batches on one reserved connection:
+ * first the batch's reads (each alone), then all its writes in ONE transaction, committed once.
+ *
+ * What callers see is what one transaction per call gives them:
+ * - each write body runs whole, after the bodies queued before it, so its conditional updates
+ *   see their effects (exactly-once holds), and its result is released only after COMMIT;
+ * - a failed COMMIT fails every write of the batch (none of them was applied);
+ * - when one body fails, the batch is rolled back and each of its writes runs again in a
+ *   transaction of its own, so one caller's failure never fails (or leaks into) another's;
+ * - sequence numbers are assigned in run order and committed together: seq order = commit order.
+ *
+ * Bodies find their connection as `SqlClient.TransactionConnection`.
+ */
+export interface Batcher {
+  readonly read: <A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError>
+  /** `single`: the body is one statement, atomic alone; run by itself it needs no BEGIN/COMMIT. */
+  readonly write: <A, E>(body: Effect.Effect<A, E>, single?: boolean) => Effect.Effect<A, E | SqlError>
+}
+
+export interface Options {
+  readonly reserve: Effect.Effect<Connection, SqlError, Scope.Scope>
+  /** statements that open a writing transaction (`BEGIN IMMEDIATE`; `BEGIN` + a lock) */
+  readonly begin: ReadonlyArray<string>
+  /** most calls per batch (bounds how long the write lock is held) */
+  readonly maxBatch?: number | undefined
+}
+
+interface Job {
+  readonly write: boolean
+  readonly single: boolean
+  readonly body: Effect.Effect<any, any>
+  readonly deferred: Deferred.Deferred<any, any>
+  exit: Exit.Exit<any, any> | undefined
+  cancelled: boolean
+}
+
+export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const maxBatch = options.maxBatch ?? 256
+    const pending: Array<Job> = []
+    let busy = false
+    let closed = false
+    let lastWriter: FiberId.FiberId | undefined = undefined
+    const signal = yield* Queue.sliding<void>(1)
+
+    const statement = (conn: Connection, text: string) => conn.executeUnprepared(text, [], undefined)
+
+    const onConnection = (conn: Connection) => <A, E>(body: Effect.Effect<A, E>) =>
+      Effect.exit(Effect.provideService(body, SqlClient.TransactionConnection, [conn, 0] as const))
+
+    /** Runs `writes` in one transaction; sets each job's exit. */
+    const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const run = onConnection(conn)
+        if (writes.length === 1 && writes[0]!.single) {
+          writes[0]!.exit = yield* run(writes[0]!.body)
+          return
+        }
+        const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
+        const begun = yield* Effect.exit(Effect.forEach(options.begin, (text) => statement(conn, text), { discard: true }))
+        if (Exit.isFailure(begun)) {
+          yield* rollback
+          for (const job of writes) job.exit = begun
+          return
+        }
+        const exits: Array<Exit.Exit<any, any>> = []
+        for (const job of writes) {
+          const exit = yield* run(job.body)
+          exits.push(exit)
+          if (Exit.isFailure(exit)) break
+        }
+        if (exits.length < writes.length || Exit.isFailure(exits[exits.length - 1]!)) {
+          yield* rollback
+          if (writes.length === 1) {
+            writes[0]!.exit = exits[0]
+          } else {
+            for (const job of writes) yield* runWrites(conn, [job])
+          }
+          return
+        }
+        const committed = yield* Effect.exit(statement(conn, "COMMIT"))
+        if (Exit.isFailure(committed)) {
+          yield* rollback
+          for (const job of writes) job.exit = committed
+          return
+        }
+        writes.forEach((job, i) => {
+          job.exit = exits[i]
+        })
+      })
+
+    /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
+    const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+      Effect.scoped(Effect.gen(function*() {
+        const reserved = yield* Effect.exit(options.reserve)
+        if (Exit.isFailure(reserved)) {
+          for (const job of jobs) job.exit = reserved
+          return
+        }
+        const conn = reserved.value
+        const run = onConnection(conn)
+        const writes: Array<Job> = []
+        for (const job of jobs) {
+          if (job.write) writes.push(job)
+          else job.exit = yield* run(job.body)
+        }
+        if (writes.length > 0) yield* runWrites(conn, writes)
+      }))
+
+    /** The next batch, or none: then the store is idle again (in the same step, so no call is lost). */
+    const nextBatch = Effect.sync(() => {
+      const batch: Array<Job> = []
+      while (pending.length > 0 && batch.length < maxBatch) {
+        const job = pending.shift()!
+        if (!job.cancelled) batch.push(job)
+      }
+      if (batch.length === 0) busy = false
+      return batch
+    })
+
+    const handOff = Effect.sync(() => {
+      if (pending.length > 0) signal.unsafeOffer(undefined)
+      else busy = false
+    })
+
+    yield* Effect.gen(function*() {
+      while (true) {
+        yield* Queue.take(signal)
+        while (true) {
+          const batch = yield* nextBatch
+          if (batch.length === 0) break
+          yield* Effect.uninterruptible(runBatch(batch))
+          for (const job of batch) yield* Deferred.done(job.deferred, job.exit!)
+        }
+      }
+    }).pipe(Effect.forkScoped, Effect.interruptible)
+
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closed = true
+        const left = pending.splice(0)
+        return Effect.forEach(left, (job) => Deferred.interrupt(job.deferred), { discard: true })
+      })
+    )
+
+    /** Runs `job` at once on the caller's fiber, then hands the queue (if any) to the worker. */
+    const runAlone = (job: Job) =>
+      Effect.uninterruptible(Effect.zipRight(runBatch([job]), handOff)).pipe(
+        Effect.zipRight(Effect.suspend(() => job.exit!))
+      )
+
+    /** The leader after its yield: runs the first batch (its own job first) on its own fiber. */
+    const runQueued = Effect.uninterruptible(Effect.gen(function*() {
+      const batch = yield* nextBatch
+      yield* runBatch(batch)
+      yield* handOff
+      const leader = batch[0]!
+      for (let i = 1; i < batch.length; i++) yield* Deferred.done(batch[i]!.deferred, batch[i]!.exit!)
+      return leader
+    })).pipe(Effect.flatMap((leader) => leader.exit!))
+
+    const submit = (write: boolean, single: boolean) => <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
+      Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
+        if (closed) return Effect.interrupt
+        const job: Job = {
+          write,
+          single,
+          body,
+          deferred: Deferred.unsafeMake(fiber.id()),
+          exit: undefined,
+          cancelled: false
+        }
+        if (!busy) {
+          busy = true
+          if (!write) return runAlone(job)
+          const writer = fiber.id()
+          const alternating = lastWriter !== undefined && !Equal.equals(lastWriter, writer)
+          lastWriter = writer
+          if (!alternating) return runAlone(job)
+          // Writes from alternating fibers: many callers are likely in flight. This one lets the
+          // other runnable fibers go first, so the calls they make queue behind it and commit with
+          // it. (A lone caller never waits for company.)
+          pending.push(job)
+          return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
+        }
+        pending.push(job)
+        return Effect.onInterrupt(Deferred.await(job.deferred), () => Effect.sync(() => job.cancelled = true))
+      })
+
+    return {
+      read: submit(false, false),
+      write: (body, single = false) => submit(true, single)(body)
+    }
+  })

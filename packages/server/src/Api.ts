@@ -1,0 +1,248 @@
+/**
+ * The HTTP approval API as an `HttpApi` contract: pending approvals, answers, TTL extensions,
+ * session approvals, the audit log (query and a resumable Server-Sent Events stream) and health.
+ * Bodies and responses are the domain schemas of `@tool-gate/core`; domain errors keep their HTTP
+ * status and their body says what was wrong (`_tag`, the error's fields and `message`).
+ *
+ * Every group but `health` sits behind `Auth.Authentication` (bearer tokens).
+ *
+ * @example
+ * import { OpenApi } from "@effect/platform"
+ * import { Api } from "@tool-gate/server"
+ *
+ * const spec = OpenApi.fromApi(Api.Api)
+ * console.log(Object.keys(spec.paths)) // ["/approvals/pending", "/approvals/{requestId}", ...]
+ *
+ * @since 0.1.0
+ */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { ApprovalRequest, AuditEvent, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
+import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
+import { Authentication, Forbidden } from "./Auth.js"
+
+/**
+ * The core's errors compute `message` from their fields instead of storing it, so their own
+ * encoding drops it. This schema encodes the same error with its `message` added (and decodes it
+ * back into the class), keeping the error's HTTP status.
+ */
+const withMessage = <A extends { readonly message: string }, I, R>(
+  error: Schema.Schema<A, I, R>
+): Schema.Schema<A, I & { readonly message: string }, R> => {
+  const body = Schema.extend(
+    Schema.encodedSchema(error) as unknown as Schema.Struct<{}>,
+    Schema.Struct({ message: Schema.String })
+  )
+  const identifier = Option.getOrUndefined(SchemaAST.getIdentifierAnnotation(error.ast))
+  return Schema.transformOrFail(body, Schema.typeSchema(error), {
+    strict: false,
+    decode: (encoded) => ParseResult.decodeUnknown(error)(encoded),
+    encode: (value) => Effect.map(ParseResult.encode(error)(value), (encoded) => ({ ...encoded, message: value.message }))
+  }).annotations({
+    ...(identifier !== undefined ? { identifier } : {}),
+    ...HttpApiSchema.annotations({ status: HttpApiSchema.getStatusError(error) })
+  }) as unknown as Schema.Schema<A, I & { readonly message: string }, R>
+}
+
+const RequestNotFound = withMessage(ToolGateError.RequestNotFound)
+const AlreadyResolved = withMessage(ToolGateError.AlreadyResolved)
+const RequestExpired = withMessage(ToolGateError.RequestExpired)
+const InvalidResponse = withMessage(ToolGateError.InvalidResponse)
+const SessionApprovalNotFound = withMessage(ToolGateError.SessionApprovalNotFound)
+const PersistenceError = withMessage(ToolGateError.PersistenceError)
+
+/**
+ * A request body over the server's limit.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  { limitBytes: Schema.Number, message: Schema.String },
+  HttpApiSchema.annotations({ status: 413 })
+) {}
+
+// Bodies are decoded strictly: every problem is reported, and an unknown key (a misspelt
+// `editedArgs`, say) is an error rather than silently ignored.
+const strict = { parseOptions: { errors: "all", onExcessProperty: "error" } } as const
+
+const RequestIdPath = Schema.Struct({ requestId: ApprovalRequest.RequestId })
+const SessionPath = Schema.Struct({ sessionKey: ToolCall.SessionKey })
+
+/**
+ * The body of `POST /approvals/:requestId/extend`. Capped at the longest timer the runtime keeps
+ * (about 24.8 days).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Extension = Schema.Struct({
+  ttlMs: Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(2 ** 31 - 1))
+}).annotations({ identifier: "Extension", ...strict })
+
+/**
+ * What clearing a session's approvals did.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Cleared = Schema.Struct({ sessionKey: Schema.String, cleared: Schema.Number }).annotations({
+  identifier: "Cleared"
+})
+
+const SeqParam = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.nonNegative(),
+  Schema.annotations({ description: "an audit sequence number (`seq`)" })
+)
+const TimeParam = Schema.NumberFromString.pipe(Schema.annotations({ description: "milliseconds since the epoch" }))
+
+const streamFilters = {
+  afterSeq: Schema.optional(SeqParam),
+  sessionKey: Schema.optional(ToolCall.SessionKey),
+  toolName: Schema.optional(Schema.NonEmptyTrimmedString),
+  outcome: Schema.optional(AuditEvent.Outcome)
+}
+
+/**
+ * The filters of `GET /audit` (all optional; `limit` defaults to 100, at most 1000).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const AuditParams = Schema.Struct({
+  ...streamFilters,
+  since: Schema.optional(TimeParam),
+  until: Schema.optional(TimeParam),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+})
+
+/**
+ * @since 0.1.0
+ * @category groups
+ */
+export class ApprovalsGroup extends HttpApiGroup.make("approvals")
+  .add(
+    HttpApiEndpoint.get("pending", "/approvals/pending")
+      .setUrlParams(Schema.Struct({ sessionKey: Schema.optional(ToolCall.SessionKey) }))
+      .addSuccess(Schema.Array(ApprovalRequest.ApprovalRequest))
+      .annotate(OpenApi.Description, "Pending requests, oldest first, of one session or of every session the token may see.")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/approvals/:requestId")
+      .setPath(RequestIdPath)
+      .addSuccess(ApprovalRequest.ApprovalRequest)
+      .addError(RequestNotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("respond", "/approvals/:requestId/respond")
+      .setPath(RequestIdPath)
+      .setPayload(ApprovalRequest.ApprovalResponse.annotations({ identifier: "ApprovalResponse", ...strict }))
+      .addSuccess(ApprovalRequest.ApprovalRequest)
+      .addError(RequestNotFound)
+      .addError(AlreadyResolved)
+      .addError(RequestExpired)
+      .addError(InvalidResponse)
+      .annotate(
+        OpenApi.Description,
+        "Answers a request exactly once. The same answer again returns the first resolution; a different one is 409. " +
+          "`respondedBy` is always the token's name."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("extend", "/approvals/:requestId/extend")
+      .setPath(RequestIdPath)
+      .setPayload(Extension)
+      .addSuccess(ApprovalRequest.ApprovalRequest)
+      .addError(RequestNotFound)
+      .addError(AlreadyResolved)
+      .addError(RequestExpired)
+      .annotate(OpenApi.Description, "Gives a pending request `ttlMs` more milliseconds from now.")
+  )
+  .middleware(Authentication)
+  .addError(Forbidden)
+{}
+
+/**
+ * @since 0.1.0
+ * @category groups
+ */
+export class SessionsGroup extends HttpApiGroup.make("sessions")
+  .add(
+    HttpApiEndpoint.get("list", "/sessions/:sessionKey/approvals")
+      .setPath(SessionPath)
+      .addSuccess(Schema.Array(SessionApproval.SessionApproval))
+  )
+  .add(
+    HttpApiEndpoint.del("revoke", "/sessions/:sessionKey/approvals/:sessionApprovalId")
+      .setPath(Schema.Struct({ sessionKey: ToolCall.SessionKey, sessionApprovalId: SessionApproval.SessionApprovalId }))
+      .addSuccess(SessionApproval.SessionApproval)
+      .addError(SessionApprovalNotFound)
+  )
+  .add(
+    HttpApiEndpoint.del("clear", "/sessions/:sessionKey/approvals")
+      .setPath(SessionPath)
+      .addSuccess(Cleared)
+  )
+  .add(
+    HttpApiEndpoint.post("clearByPost", "/sessions/:sessionKey/clear")
+      .setPath(SessionPath)
+      .addSuccess(Cleared)
+      .annotate(OpenApi.Description, "The same as DELETE /sessions/{sessionKey}/approvals, for clients that only POST.")
+  )
+  .middleware(Authentication)
+  .addError(Forbidden)
+{}
+
+/**
+ * @since 0.1.0
+ * @category groups
+ */
+export class AuditGroup extends HttpApiGroup.make("audit")
+  .add(
+    HttpApiEndpoint.get("query", "/audit")
+      .setUrlParams(AuditParams)
+      .addSuccess(Schema.Array(AuditEvent.AuditEvent))
+      .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
+  )
+  .add(
+    HttpApiEndpoint.get("stream", "/audit/stream")
+      .setUrlParams(Schema.Struct(streamFilters))
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(SeqParam) }))
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
+      .annotate(
+        OpenApi.Description,
+        "Server-Sent Events: replay after `Last-Event-ID` (or `afterSeq`), then live. Each event is " +
+          "`id: <seq>` and `data: <AuditEvent JSON>`; reconnecting with the last id misses nothing and repeats nothing."
+      )
+  )
+  .middleware(Authentication)
+  .addError(Forbidden)
+{}
+
+/**
+ * @since 0.1.0
+ * @category groups
+ */
+export class HealthGroup extends HttpApiGroup.make("health")
+  .add(
+    HttpApiEndpoint.get("health", "/health")
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
+      .annotate(OpenApi.Description, "200 when the server and its store answer; no token needed.")
+  )
+{}
+
+/**
+ * @since 0.1.0
+ * @category api
+ */
+export class Api extends HttpApi.make("tool-gate")
+  .add(ApprovalsGroup)
+  .add(SessionsGroup)
+  .add(AuditGroup)
+  .add(HealthGroup)
+  .addError(PersistenceError)
+  .addError(PayloadTooLarge)
+  .annotate(OpenApi.Title, "tool-gate approval API")
+  .annotate(OpenApi.Version, "0.1.0")
+{}

@@ -1,0 +1,208 @@
+/**
+ * The handlers of the approval API, one layer per group, over the `ToolGate` (and, for the audit
+ * query and health, the `ApprovalStore`) in context. Handlers are thin: they check what the
+ * current principal may do (`Auth.readerFor` / `Auth.approverFor`), call the gate and let domain
+ * errors flow out with their status.
+ *
+ * @example
+ * import { HttpApiBuilder, HttpServer } from "@effect/platform"
+ * import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+ * import { Auth, Http } from "@tool-gate/server"
+ * import { Layer } from "effect"
+ *
+ * const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
+ * const Gate = ToolGate.layer({ policy }).pipe(Layer.provideMerge(ApprovalStore.layerMemory))
+ * const ApiLive = Http.layer.pipe(
+ *   Layer.provide(Auth.layer([{ token: "a-long-random-approver-token", name: "ana", role: "approver" }])),
+ *   Layer.provide(Gate)
+ * )
+ * const { handler } = HttpApiBuilder.toWebHandler(Layer.mergeAll(ApiLive, HttpServer.layerContext))
+ *
+ * @since 0.1.0
+ */
+import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse, type HttpApi } from "@effect/platform"
+import { RequestError } from "@effect/platform/HttpServerError"
+import { ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Api, PayloadTooLarge } from "./Api.js"
+import * as Auth from "./Auth.js"
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) =>
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    /** The request, once the caller may read its session. */
+    const readable = (requestId: string) =>
+      Effect.tap(gate.getRequest(requestId), (request) => Auth.readerFor(request.toolCall.sessionKey))
+    /** The caller, once it may answer for the request's session. */
+    const approverOf = (requestId: string) =>
+      Effect.flatMap(gate.getRequest(requestId), (request) => Auth.approverFor(request.toolCall.sessionKey))
+    return handlers
+      .handle("pending", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const principal = yield* Auth.CurrentPrincipal
+          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
+          const pending = yield* gate.pending({ sessionKey: urlParams.sessionKey })
+          return pending.filter((request) => principal.canSee(request.toolCall.sessionKey))
+        }))
+      .handle("get", ({ path }) => readable(path.requestId))
+      .handle("respond", ({ path, payload }) =>
+        Effect.flatMap(approverOf(path.requestId), (approver) =>
+          gate.respond(path.requestId, Auth.answerOf(approver, payload))))
+      .handle("extend", ({ path, payload }) =>
+        Effect.flatMap(approverOf(path.requestId), (approver) =>
+          gate.extend(path.requestId, payload.ttlMs, approver.name)))
+  }))
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    const clear = (sessionKey: string) =>
+      Effect.flatMap(Auth.approverFor(sessionKey), (approver) =>
+        Effect.map(gate.clearApprovals(sessionKey, approver.name), (cleared) => ({ sessionKey, cleared })))
+    return handlers
+      .handle("list", ({ path }) => Effect.zipRight(Auth.readerFor(path.sessionKey), gate.sessionApprovals(path.sessionKey)))
+      .handle("revoke", ({ path }) =>
+        Effect.gen(function*() {
+          const approver = yield* Auth.approverFor(path.sessionKey)
+          // Ids are global; the path's session is what the token was checked against, so the
+          // approval must belong to it.
+          const held = yield* gate.sessionApprovals(path.sessionKey)
+          if (!held.some((approval) => approval.id === path.sessionApprovalId)) {
+            return yield* new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: path.sessionApprovalId })
+          }
+          return yield* gate.revokeApproval(path.sessionApprovalId, approver.name)
+        }))
+      .handle("clear", ({ path }) => clear(path.sessionKey))
+      .handle("clearByPost", ({ path }) => clear(path.sessionKey))
+  }))
+
+const sseEvent = (event: AuditEvent.AuditEvent): string => `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+
+/**
+ * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
+ * event, with a comment line every 15 seconds so idle proxies keep the connection open.
+ */
+const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
+  HttpServerResponse.stream(
+    Stream.make("retry: 1000\n\n").pipe(
+      Stream.concat(
+        Stream.merge(
+          Stream.map(events, sseEvent),
+          Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(": keep-alive\n\n")),
+          { haltStrategy: "left" }
+        )
+      ),
+      Stream.encodeText
+    ),
+    {
+      contentType: "text/event-stream",
+      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+    }
+  )
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    const store = yield* ApprovalStore.ApprovalStore
+    return handlers
+      .handle("query", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const principal = yield* Auth.CurrentPrincipal
+          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
+          const limit = urlParams.limit ?? 100
+          const visible: Array<AuditEvent.AuditEvent> = []
+          // A token limited to some sessions reads page after page until it has `limit` events
+          // it may see (or the log ends); an unlimited token is done after the first page.
+          let afterSeq = urlParams.afterSeq ?? 0
+          while (visible.length < limit) {
+            const page = yield* store.events({ ...urlParams, afterSeq, limit })
+            for (const event of page) {
+              if (visible.length < limit && principal.canSee(event.sessionKey)) visible.push(event)
+            }
+            if (page.length < limit) break
+            afterSeq = page[page.length - 1]!.seq
+          }
+          return visible
+        }))
+      .handle("stream", ({ headers, urlParams }) =>
+        Effect.gen(function*() {
+          const principal = yield* Auth.CurrentPrincipal
+          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
+          // A reconnecting EventSource sends the last id it saw; it wins over the URL it reuses.
+          const afterSeq = headers["last-event-id"] ?? urlParams.afterSeq
+          const events = gate.auditLog({ ...urlParams, afterSeq }).pipe(
+            Stream.filter((event) => principal.canSee(event.sessionKey))
+          )
+          return sseResponse(events)
+        }))
+  }))
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHealth = HttpApiBuilder.group(Api, "health", (handlers) =>
+  Effect.gen(function*() {
+    const store = yield* ApprovalStore.ApprovalStore
+    return handlers.handle("health", () => Effect.as(store.lastSeq, { status: "ok" as const }))
+  }))
+
+/**
+ * Every group of the API, implemented.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<
+  HttpApi.Api,
+  never,
+  ToolGate.ToolGate | ApprovalStore.ApprovalStore | Auth.Authentication
+> = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([layerApprovals, layerSessions, layerAudit, layerHealth])
+)
+
+const tooLarge = (limitBytes: number) =>
+  new PayloadTooLarge({ limitBytes, message: `The request body is larger than the limit of ${limitBytes} bytes` })
+
+/** A body the platform could not read (a defect by default) as the client's fault, or any other defect as is. */
+const unreadableBody = (limitBytes: number) =>
+(defect: unknown): Effect.Effect<never, PayloadTooLarge | HttpApiError.HttpApiDecodeError> => {
+  if (!(defect instanceof RequestError) || defect.reason !== "Decode") return Effect.die(defect)
+  const cause = defect.cause instanceof Error ? defect.cause.message : String(defect.cause)
+  // the platform's stream reader reports an oversized body with exactly this message
+  if (cause === "maxBytes exceeded") return Effect.fail(tooLarge(limitBytes))
+  const message = `The request body is not valid JSON: ${cause}`
+  return Effect.fail(new HttpApiError.HttpApiDecodeError({ issues: [{ _tag: "Type", path: [], message }], message }))
+}
+
+/**
+ * Request bodies of at most `limitBytes`: a larger declared `Content-Length` is refused before
+ * anything is read, and a body that grows past the limit while streaming is cut off; both 413.
+ * Bodies that are not JSON become a 400 `HttpApiDecodeError` (the platform would otherwise answer
+ * an empty 400 from a defect).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerBodyLimit = (limitBytes: number): Layer.Layer<never> =>
+  HttpApiBuilder.middleware(Api, (app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (Number(request.headers["content-length"] ?? 0) > limitBytes) return yield* tooLarge(limitBytes)
+      return yield* app.pipe(
+        HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
+        Effect.catchAllDefect(unreadableBody(limitBytes))
+      )
+    }))

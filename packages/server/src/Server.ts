@@ -1,0 +1,105 @@
+/**
+ * The approval API served on Node's HTTP server (`@effect/platform-node`, which also runs under
+ * Bun) over whatever `ToolGate` and `ApprovalStore` are provided: the API, its OpenAPI document at
+ * `/openapi.json`, Swagger UI at `/docs`, a request body limit, and bearer tokens. Binds
+ * 127.0.0.1 unless told otherwise.
+ *
+ * @example
+ * import { NodeRuntime } from "@effect/platform-node"
+ * import { Policy } from "@tool-gate/core"
+ * import { Auth, Server } from "@tool-gate/server"
+ * import { ToolGateSqlite } from "@tool-gate/sqlite"
+ * import { Effect, Layer } from "effect"
+ *
+ * const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
+ * const main = Effect.gen(function*() {
+ *   const tokens = yield* Auth.fromEnv
+ *   return yield* Layer.launch(
+ *     Server.layer({ port: 7070, tokens }).pipe(
+ *       Layer.provide(ToolGateSqlite.layer({ filename: ".toolgate/toolgate.db", policy }))
+ *     )
+ *   )
+ * })
+ *
+ * NodeRuntime.runMain(main)
+ *
+ * @since 0.1.0
+ */
+import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpServerResponse } from "@effect/platform"
+import type { HttpRouter, HttpServer } from "@effect/platform"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { ApprovalStore, ToolGate } from "@tool-gate/core"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import * as Auth from "./Auth.js"
+import * as Http from "./Http.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** default 7070; 0 picks a free port (read it from `HttpServer.HttpServer`'s `address`) */
+  readonly port?: number | undefined
+  /** default 127.0.0.1: reachable from this machine only */
+  readonly host?: string | undefined
+  readonly tokens: ReadonlyArray<Auth.TokenConfig>
+  /** largest accepted request body, default 64 KiB (a larger one gets 413) */
+  readonly maxBodyBytes?: number | undefined
+}
+
+// Schema-encoded errors cannot carry headers, and RFC 9110 wants a challenge on every 401: add it
+// just before the response is written.
+const challenge = HttpApiBuilder.middleware((app) =>
+  Effect.zipRight(
+    HttpApp.appendPreResponseHandler((_request, response) =>
+      Effect.succeed(
+        response.status === 401
+          ? HttpServerResponse.setHeader(response, "www-authenticate", "Bearer realm=\"tool-gate\"")
+          : response
+      )
+    ),
+    app
+  )
+)
+
+/**
+ * The API, its documentation and the body limit, with authentication, served by whatever
+ * `HttpServer` is provided.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerApp = (
+  options: Pick<Options, "tokens" | "maxBodyBytes">
+): Layer.Layer<
+  never,
+  never,
+  HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | ToolGate.ToolGate | ApprovalStore.ApprovalStore
+> =>
+  HttpApiBuilder.serve().pipe(
+    Layer.provide(
+      Layer.mergeAll(
+        HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
+        HttpApiSwagger.layer({ path: "/docs" }),
+        Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024),
+        challenge
+      )
+    ),
+    Layer.provide(Http.layer),
+    Layer.provide(Auth.layer(options.tokens))
+  )
+
+/**
+ * The API served on Node's HTTP server. The `HttpServer` stays in the output, for its address.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: Options
+): Layer.Layer<HttpServer.HttpServer, ServeError, ToolGate.ToolGate | ApprovalStore.ApprovalStore> =>
+  layerApp(options).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" }))
+  )

@@ -1,0 +1,183 @@
+/**
+ * Bearer tokens: loading (file, environment, JSON) with every problem reported, constant-time
+ * verification, roles (auditors read, approvers answer) and session patterns (a token for
+ * `team-a-*` neither sees nor answers `team-b-1`), against a real server.
+ */
+import { expect, test } from "bun:test"
+import { NodeFileSystem } from "@effect/platform-node"
+import { Auth } from "@tool-gate/server"
+import { ConfigProvider, Effect, Either, Redacted } from "effect"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, it } from "../support/effectTest.js"
+import { tempDir } from "../support/sqlStores.js"
+import { bash, paused, startServer, tokenList } from "./support/server.js"
+import { openStream } from "./support/sse.js"
+
+const failure = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.runPromise(Effect.flip(effect))
+
+describe("token lists", () => {
+  test("valid JSON gives the tokens", async () => {
+    const tokens = await Effect.runPromise(Auth.fromJson(JSON.stringify(tokenList)))
+    expect(tokens).toEqual(tokenList)
+  })
+
+  test("every problem is reported with its path", async () => {
+    const error = await failure(Auth.fromJson(JSON.stringify([
+      { token: "short", name: " ", role: "admin", sessions: ["team-\\"], extra: 1 },
+      { token: "a-long-enough-token-1", name: "ana", role: "approver", sessions: [] },
+      { token: "a-long-enough-token-1", name: "bob", role: "auditor" }
+    ]), "tokens.json"))
+    expect(error._tag).toBe("TokensInvalid")
+    expect(error.source).toBe("tokens.json")
+    expect(error.problems.map((p) => p.path)).toEqual(expect.arrayContaining([
+      "0.token",
+      "0.name",
+      "0.role",
+      "0.sessions.0",
+      "0.extra",
+      "1.sessions"
+    ]))
+    expect(error.message).toContain("0.token: a token must be at least 16 characters long")
+    const duplicate = await failure(Auth.fromJson(JSON.stringify([
+      { token: "a-long-enough-token-1", name: "ana", role: "approver" },
+      { token: "a-long-enough-token-1", name: "bob", role: "auditor" }
+    ])))
+    expect(duplicate.problems).toEqual([{ path: "1.token", message: "the same token is listed twice" }])
+    const empty = await failure(Auth.fromJson("[]"))
+    expect(empty.problems).toEqual([{ path: "", message: "at least one token is needed" }])
+    const notJson = await failure(Auth.fromJson("{tokens"))
+    expect(notJson.problems[0]!.message).toStartWith("not valid JSON")
+  })
+
+  test("from the TOOLGATE_TOKENS environment variable (through Config)", async () => {
+    const withEnv = (env: Map<string, string>) =>
+      Auth.fromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(env)))
+    const tokens = await Effect.runPromise(withEnv(new Map([["TOOLGATE_TOKENS", JSON.stringify(tokenList)]])))
+    expect(tokens).toEqual(tokenList)
+    const unset = await failure(withEnv(new Map()))
+    expect(unset.message).toBe("Invalid API tokens (TOOLGATE_TOKENS): is not set")
+  })
+
+  test("from a JSON file", async () => {
+    const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir
+      const path = join(dir, "tokens.json")
+      writeFileSync(path, JSON.stringify(tokenList))
+      const tokens = yield* Auth.fromFile(path)
+      const missing = yield* Effect.flip(Auth.fromFile(join(dir, "missing.json")))
+      return { tokens, missing }
+    })).pipe(Effect.provide(NodeFileSystem.layer)))
+    expect(result.tokens).toEqual(tokenList)
+    expect(result.missing._tag).toBe("TokensInvalid")
+    expect(result.missing.source).toEndWith("missing.json")
+  })
+
+  test("verification: the exact token only (not a prefix, not an extension, not empty)", async () => {
+    const verify = Auth.makeVerifier(tokenList)
+    const check = (token: string) =>
+      Effect.runPromise(Effect.either(verify(Redacted.make(token)))).then((result) =>
+        Either.isRight(result) ? result.right.name : result.left.message
+      )
+    expect(await check(tokenList[0]!.token)).toBe("ana")
+    expect(await check(tokenList[2]!.token)).toBe("alice")
+    expect(await check(tokenList[0]!.token.slice(0, -1))).toBe("Unknown bearer token")
+    expect(await check(`${tokenList[0]!.token}x`)).toBe("Unknown bearer token")
+    expect(await check("")).toStartWith("Missing bearer token")
+  })
+})
+
+describe("roles and session patterns over HTTP", () => {
+  it.live("no token or an unknown token: 401 with a Bearer challenge", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      for (const token of [null, "not-a-real-token-000000", "Basic YW5hOnNlY3JldA=="]) {
+        const reply = yield* server.request("GET", "/approvals/pending", {
+          token: null,
+          headers: token === null ? {} : { authorization: token.startsWith("Basic") ? token : `Bearer ${token}` }
+        })
+        expect(reply.status).toBe(401)
+        expect(reply.json._tag).toBe("Unauthorized")
+        expect(reply.headers.get("www-authenticate")).toBe("Bearer realm=\"tool-gate\"")
+      }
+    }))
+
+  it.live("an auditor reads everything but cannot answer (403)", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const requestId = yield* paused(server.gate, bash("s1", "c1"))
+      yield* server.gate.recordApproval("bash", "s2", true)
+      const reads = [
+        "/approvals/pending",
+        `/approvals/${requestId}`,
+        "/sessions/s2/approvals",
+        "/audit"
+      ]
+      for (const path of reads) expect((yield* server.request("GET", path, { token: "auditor" })).status).toBe(200)
+      // every write endpoint's 403 is in the bad-inputs table
+      const answer = yield* server.request("POST", `/approvals/${requestId}/respond`, {
+        token: "auditor",
+        body: { decision: "approve_once" }
+      })
+      expect(answer.status).toBe(403)
+      expect(answer.json).toEqual({
+        _tag: "Forbidden",
+        message: "Token \"audit-bot\" has the auditor role; answering needs the approver role"
+      })
+      expect((yield* server.gate.getRequest(requestId)).status).toBe("pending")
+      expect(yield* server.gate.hasApproval("bash", "s2")).toBe(true)
+    }))
+
+  it.live("a token for team-a-* neither sees nor answers team-b-1", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const a = yield* paused(server.gate, bash("team-a-1", "c1"))
+      const b = yield* paused(server.gate, bash("team-b-1", "c2"))
+      yield* server.gate.recordApproval("bash", "team-b-1", true)
+
+      const pending = yield* server.request("GET", "/approvals/pending", { token: "teamA" })
+      expect(pending.json.map((r: { requestId: string }) => r.requestId)).toEqual([a])
+      // every endpoint's 403 for team-b-1 is in the bad-inputs table
+      const refused = yield* server.request("POST", `/approvals/${b}/respond`, { token: "teamA", body: { decision: "approve_once" } })
+      expect(refused.status).toBe(403)
+      expect(refused.json.message).toBe("Token \"alice\" is limited to sessions team-a-*; session team-b-1 is outside them")
+      expect((yield* server.gate.getRequest(b)).status).toBe("pending")
+      expect(yield* server.gate.hasApproval("bash", "team-b-1")).toBe(true)
+
+      const answered = yield* server.request("POST", `/approvals/${a}/respond`, { token: "teamA", body: { decision: "deny" } })
+      expect(answered.json.resolution).toMatchObject({ decision: "deny", respondedBy: "alice" })
+
+      // a clear of every session has no session key: only unlimited tokens see it
+      yield* server.gate.clearApprovals(undefined, "ops")
+      const audit = yield* server.request("GET", "/audit", { token: "teamA" })
+      expect(audit.json.length).toBeGreaterThan(0)
+      expect(audit.json.every((e: { sessionKey?: string }) => e.sessionKey?.startsWith("team-a-"))).toBe(true)
+      const everything = yield* server.request("GET", "/audit", { token: "auditor" })
+      expect(everything.json.some((e: { sessionKey?: string }) => e.sessionKey === undefined)).toBe(true)
+    }))
+
+  it.live("a limited token's audit query pages past other sessions to fill its limit", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      for (let i = 0; i < 30; i++) yield* server.gate.evaluate({ id: `b${i}`, name: "ls", sessionKey: "team-b-1" })
+      for (let i = 0; i < 3; i++) yield* server.gate.evaluate({ id: `a${i}`, name: "ls", sessionKey: "team-a-1" })
+      const page = yield* server.request("GET", "/audit?limit=2", { token: "teamA" })
+      expect(page.json.map((e: { toolCallId: string }) => e.toolCallId)).toEqual(["a0", "a1"])
+      const next = yield* server.request("GET", `/audit?limit=2&afterSeq=${page.json[1].seq}`, { token: "teamA" })
+      expect(next.json.map((e: { toolCallId: string }) => e.toolCallId)).toEqual(["a2"])
+    }))
+
+  it.live("a limited token's audit stream carries only its sessions", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const stream = yield* openStream(server, { token: "teamA" })
+      yield* server.gate.evaluate({ id: "b1", name: "ls", sessionKey: "team-b-1" })
+      yield* server.gate.evaluate({ id: "a1", name: "ls", sessionKey: "team-a-1" })
+      yield* server.gate.clearApprovals(undefined, "ops")
+      yield* server.gate.evaluate({ id: "b2", name: "ls", sessionKey: "team-b-1" })
+      yield* server.gate.evaluate({ id: "a2", name: "ls", sessionKey: "team-a-2" })
+      const events = yield* stream.take(2)
+      expect(events.map((e) => e.data.toolCallId)).toEqual(["a1", "a2"])
+    }))
+})

@@ -1,0 +1,213 @@
+/**
+ * The table of bad inputs and the response each gets, tried against a real server: malformed
+ * JSON, wrong types, unknown keys, huge bodies, unknown ids, expired and already-answered
+ * requests, no token, a bad token, the auditor role answering, and a token for another session.
+ * Every row changes nothing, so they share one server; each says what a client sees.
+ */
+import { expect } from "bun:test"
+import { Context, Effect, Layer } from "effect"
+import { describe, layer } from "../support/effectTest.js"
+import { authorization, bash, chunkedStream, paused, type RequestOptions, startServer, type TestServer } from "./support/server.js"
+
+interface Ids {
+  /** pending, session s1 */
+  readonly pending: string
+  /** pending, session team-b-1 */
+  readonly teamB: string
+  readonly expired: string
+  /** approved once by ana */
+  readonly approved: string
+  /** a session approval of s1 */
+  readonly grant: string
+}
+
+class Fixture extends Context.Tag("tests/server/Fixture")<Fixture, { readonly server: TestServer; readonly ids: Ids }>() {}
+
+const FixtureLive = Layer.scoped(
+  Fixture,
+  Effect.gen(function*() {
+    const server = yield* startServer()
+    const pending = yield* paused(server.gate, bash("s1", "c1"))
+    const teamB = yield* paused(server.gate, bash("team-b-1", "c2"))
+    const approved = yield* paused(server.gate, bash("s1", "c3"))
+    yield* server.gate.respond(approved, { decision: "approve_once", respondedBy: "ana" })
+    const expired = yield* paused(server.gate, { id: "q1", name: "quick", sessionKey: "s1" })
+    yield* server.gate.awaitDecision(expired)
+    yield* server.gate.recordApproval("bash", "s1", true)
+    const [grant] = yield* server.gate.sessionApprovals("s1")
+    return { server, ids: { pending, teamB, expired, approved, grant: grant!.id } }
+  })
+)
+
+interface Expected {
+  readonly status: number
+  readonly tag?: string
+  /** the problem paths the body names (`issues[].path` or `problems[].path`, dotted) */
+  readonly paths?: ReadonlyArray<string>
+  /** a part of the body's `message` */
+  readonly message?: string
+}
+
+interface Row {
+  readonly input: string
+  readonly method: string
+  readonly path: (ids: Ids) => string
+  readonly options?: RequestOptions
+  readonly expected: Expected
+}
+
+const respond = (ids: Ids) => `/approvals/${ids.pending}/respond`
+const extend = (ids: Ids) => `/approvals/${ids.pending}/extend`
+const big = "x".repeat(70 * 1024)
+
+const malformed: ReadonlyArray<Row> = [
+  { input: "truncated JSON", method: "POST", path: respond, options: { raw: "{\"decision\":" }, expected: { status: 400, tag: "HttpApiDecodeError", message: "not valid JSON" } },
+  { input: "not JSON at all", method: "POST", path: extend, options: { raw: "ttlMs=5" }, expected: { status: 400, tag: "HttpApiDecodeError", message: "not valid JSON" } },
+  { input: "an empty body", method: "POST", path: respond, options: { raw: "" }, expected: { status: 400, tag: "HttpApiDecodeError", paths: [""] } },
+  { input: "an array body", method: "POST", path: respond, options: { body: [] }, expected: { status: 400, tag: "HttpApiDecodeError", paths: [""] } }
+]
+
+const wrongTypes: ReadonlyArray<Row> = [
+  { input: "decision: 42", method: "POST", path: respond, options: { body: { decision: 42 } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["decision"] } },
+  { input: "editedArgs not an object", method: "POST", path: respond, options: { body: { decision: "approve_once", editedArgs: "ls" } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["editedArgs"] } },
+  { input: "two bad fields at once", method: "POST", path: respond, options: { body: { decision: "approve_session", scope: "everything", sessionTtlMs: -5 } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["scope", "sessionTtlMs"] } },
+  { input: "a misspelt key", method: "POST", path: respond, options: { body: { decision: "deny", respondedby: "x" } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["respondedby"] } },
+  { input: "scope on a deny", method: "POST", path: respond, options: { body: { decision: "deny", scope: "tool" } }, expected: { status: 400, tag: "InvalidResponse", paths: ["scope"] } },
+  { input: "editedArgs on a deny", method: "POST", path: respond, options: { body: { decision: "deny", editedArgs: {} } }, expected: { status: 400, tag: "InvalidResponse", paths: ["editedArgs"] } },
+  { input: "ttlMs as a string", method: "POST", path: extend, options: { body: { ttlMs: "600000" } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["ttlMs"] } },
+  { input: "ttlMs 0", method: "POST", path: extend, options: { body: { ttlMs: 0 } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["ttlMs"] } },
+  { input: "ttlMs 1.5", method: "POST", path: extend, options: { body: { ttlMs: 1.5 } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["ttlMs"] } },
+  { input: "ttlMs beyond 2^31-1", method: "POST", path: extend, options: { body: { ttlMs: 2 ** 31 } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["ttlMs"] } },
+  { input: "limit=0", method: "GET", path: () => "/audit?limit=0", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"] } },
+  { input: "limit=abc", method: "GET", path: () => "/audit?limit=abc", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"] } },
+  { input: "outcome=maybe", method: "GET", path: () => "/audit?outcome=maybe", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["outcome"] } },
+  { input: "afterSeq=-1", method: "GET", path: () => "/audit/stream?afterSeq=-1", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["afterSeq"] } },
+  { input: "Last-Event-ID: abc", method: "GET", path: () => "/audit/stream", options: { headers: { "last-event-id": "abc" } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["last-event-id"] } },
+  { input: "a blank request id", method: "GET", path: () => "/approvals/%20%20", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["requestId"] } }
+]
+
+const huge: ReadonlyArray<Row> = [
+  { input: "70 KiB body (Content-Length)", method: "POST", path: respond, options: { body: { decision: "deny", reason: big } }, expected: { status: 413, tag: "PayloadTooLarge", message: "65536 bytes" } },
+  { input: "1 MiB body", method: "POST", path: extend, options: { raw: "y".repeat(1024 * 1024) }, expected: { status: 413, tag: "PayloadTooLarge" } }
+]
+
+const unknownIds: ReadonlyArray<Row> = [
+  { input: "unknown request", method: "GET", path: () => "/approvals/req_unknown", expected: { status: 404, tag: "RequestNotFound", message: "req_unknown" } },
+  { input: "unknown request", method: "POST", path: () => "/approvals/req_unknown/respond", options: { body: { decision: "deny" } }, expected: { status: 404, tag: "RequestNotFound" } },
+  { input: "unknown request", method: "POST", path: () => "/approvals/req_unknown/extend", options: { body: { ttlMs: 1000 } }, expected: { status: 404, tag: "RequestNotFound" } },
+  { input: "unknown session approval", method: "DELETE", path: () => "/sessions/s1/approvals/sa_unknown", expected: { status: 404, tag: "SessionApprovalNotFound" } },
+  { input: "another session's approval", method: "DELETE", path: (ids) => `/sessions/s2/approvals/${ids.grant}`, expected: { status: 404, tag: "SessionApprovalNotFound" } },
+  { input: "unknown route", method: "GET", path: () => "/approvals", expected: { status: 404 } }
+]
+
+const settled: ReadonlyArray<Row> = [
+  { input: "expired request", method: "POST", path: (ids) => `/approvals/${ids.expired}/respond`, options: { body: { decision: "approve_once" } }, expected: { status: 410, tag: "RequestExpired", message: "late answers are refused" } },
+  { input: "expired request", method: "POST", path: (ids) => `/approvals/${ids.expired}/extend`, options: { body: { ttlMs: 1000 } }, expected: { status: 410, tag: "RequestExpired" } },
+  { input: "approved request, now denied", method: "POST", path: (ids) => `/approvals/${ids.approved}/respond`, options: { body: { decision: "deny" } }, expected: { status: 409, tag: "AlreadyResolved", message: "already approved by ana" } },
+  { input: "approved request, extended", method: "POST", path: (ids) => `/approvals/${ids.approved}/extend`, options: { body: { ttlMs: 1000 } }, expected: { status: 409, tag: "AlreadyResolved" } }
+]
+
+/** Every endpoint behind a token, with a body that would be valid. */
+const protectedEndpoints: ReadonlyArray<Omit<Row, "input" | "expected"> & { readonly answers: boolean }> = [
+  { method: "GET", path: () => "/approvals/pending", answers: false },
+  { method: "GET", path: (ids) => `/approvals/${ids.pending}`, answers: false },
+  { method: "POST", path: respond, options: { body: { decision: "approve_once" } }, answers: true },
+  { method: "POST", path: extend, options: { body: { ttlMs: 1000 } }, answers: true },
+  { method: "GET", path: () => "/sessions/s1/approvals", answers: false },
+  { method: "DELETE", path: (ids) => `/sessions/s1/approvals/${ids.grant}`, answers: true },
+  { method: "DELETE", path: () => "/sessions/s1/approvals", answers: true },
+  { method: "POST", path: () => "/sessions/s1/clear", answers: true },
+  { method: "GET", path: () => "/audit", answers: false },
+  { method: "GET", path: () => "/audit/stream", answers: false }
+]
+
+const withToken = (options: RequestOptions | undefined, token: Exclude<RequestOptions["token"], undefined>): RequestOptions => ({ ...options, token })
+
+const tokens: ReadonlyArray<Row> = protectedEndpoints.flatMap((endpoint) => [
+  { ...endpoint, input: "no token", options: withToken(endpoint.options, null), expected: { status: 401, tag: "Unauthorized", message: "Missing bearer token" } },
+  { ...endpoint, input: "unknown token", options: withToken(endpoint.options, "made-up-token-0123456789"), expected: { status: 401, tag: "Unauthorized", message: "Unknown bearer token" } },
+  ...(endpoint.answers
+    ? [{ ...endpoint, input: "auditor token", options: withToken(endpoint.options, "auditor"), expected: { status: 403, tag: "Forbidden", message: "needs the approver role" } }]
+    : [])
+])
+
+/** The same endpoints aimed at team-b-1 with the token limited to team-a-*. */
+const otherSession: ReadonlyArray<Row> = [
+  { method: "GET", path: () => "/approvals/pending?sessionKey=team-b-1" },
+  { method: "GET", path: (ids: Ids) => `/approvals/${ids.teamB}` },
+  { method: "POST", path: (ids: Ids) => `/approvals/${ids.teamB}/respond`, options: { body: { decision: "approve_once" } } },
+  { method: "POST", path: (ids: Ids) => `/approvals/${ids.teamB}/extend`, options: { body: { ttlMs: 1000 } } },
+  { method: "GET", path: () => "/sessions/team-b-1/approvals" },
+  { method: "DELETE", path: (ids: Ids) => `/sessions/team-b-1/approvals/${ids.grant}` },
+  { method: "DELETE", path: () => "/sessions/team-b-1/approvals" },
+  { method: "POST", path: () => "/sessions/team-b-1/clear" },
+  { method: "GET", path: () => "/audit?sessionKey=team-b-1" },
+  { method: "GET", path: () => "/audit/stream?sessionKey=team-b-1" }
+].map((endpoint) => ({
+  ...endpoint,
+  input: "token for team-a-*",
+  options: withToken(endpoint.options, "teamA"),
+  expected: { status: 403, tag: "Forbidden", message: "session team-b-1 is outside them" }
+}))
+
+const problemPaths = (body: { issues?: Array<{ path: Array<string> }>; problems?: Array<{ path: string }> }) =>
+  [...(body.issues?.map((issue) => issue.path.join(".")) ?? []), ...(body.problems?.map((problem) => problem.path) ?? [])]
+
+const table: ReadonlyArray<[string, ReadonlyArray<Row>]> = [
+  ["malformed JSON", malformed],
+  ["wrong types and unknown keys", wrongTypes],
+  ["huge bodies", huge],
+  ["unknown ids", unknownIds],
+  ["expired and already answered", settled],
+  ["no token, bad token, wrong role", tokens],
+  ["token for another session", otherSession]
+]
+
+layer(FixtureLive)("bad inputs", (it) => {
+  for (const [group, rows] of table) {
+    describe(group, () => {
+      for (const row of rows) {
+        it.live(`${row.input}: ${row.method} ${row.path({ pending: ":id", teamB: ":id", expired: ":id", approved: ":id", grant: ":id" })} -> ${row.expected.status}`, () =>
+          Effect.gen(function*() {
+            const { ids, server } = yield* Fixture
+            const reply = yield* server.request(row.method, row.path(ids), row.options)
+            expect(reply.status).toBe(row.expected.status)
+            if (row.expected.tag !== undefined) expect(reply.json?._tag).toBe(row.expected.tag)
+            if (reply.status !== 404 || row.expected.tag !== undefined) expect(reply.json.message).toBeString()
+            if (row.expected.message !== undefined) expect(reply.json.message).toContain(row.expected.message)
+            if (row.expected.paths !== undefined) expect(problemPaths(reply.json)).toEqual(expect.arrayContaining([...row.expected.paths]))
+          }))
+      }
+    })
+  }
+
+  it.live("a chunked body (no Content-Length) past the limit: reading stops and the connection is closed", () =>
+    Effect.gen(function*() {
+      const { ids, server } = yield* Fixture
+      // The platform's reader destroys the request stream when the limit is passed, which closes
+      // the socket before a 413 could be written: the client sees the connection drop.
+      const result = yield* Effect.either(Effect.tryPromise(() =>
+        fetch(`${server.url}${respond(ids)}`, {
+          method: "POST",
+          headers: { ...authorization("approver"), "content-type": "application/json" },
+          body: chunkedStream(JSON.stringify({ decision: "deny", reason: big }))
+        })
+      ))
+      expect(result._tag === "Left" ? "closed" : result.right.status).toBe("closed")
+      const small = yield* server.request("POST", `/approvals/${ids.approved}/respond`, {
+        chunked: JSON.stringify({ decision: "approve_once" })
+      })
+      expect(small.status).toBe(200)
+      expect((yield* server.request("GET", "/health", { token: null })).status).toBe(200)
+    }))
+
+  it.live("nothing above changed anything", () =>
+    Effect.gen(function*() {
+      const { ids, server } = yield* Fixture
+      expect((yield* server.gate.getRequest(ids.pending)).status).toBe("pending")
+      expect((yield* server.gate.getRequest(ids.teamB)).status).toBe("pending")
+      expect((yield* server.gate.sessionApprovals("s1")).map((a) => String(a.id))).toEqual([ids.grant])
+      const events = yield* server.store.events()
+      expect(events.filter((e) => e.type === "approval.resolved" || e.type === "approval.extended")).toHaveLength(1)
+    }))
+})

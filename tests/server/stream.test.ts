@@ -1,0 +1,88 @@
+/**
+ * The audit stream (Server-Sent Events) against a real server: replay, disconnect, resume with
+ * Last-Event-ID, live events; no gap and no duplicate across reconnects.
+ */
+import { expect } from "bun:test"
+import { Effect } from "effect"
+import { describe, it } from "../support/effectTest.js"
+import { startServer, type TestServer } from "./support/server.js"
+import { openStream } from "./support/sse.js"
+
+/** `count` allowed decisions in `sessionKey`: one audit event each. */
+const decisions = (server: TestServer, from: number, count: number, sessionKey = "s1") =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => from + i),
+    (i) => server.gate.evaluate({ id: `call-${i}`, name: "ls", sessionKey }),
+    { discard: true }
+  )
+
+describe("audit stream (SSE)", () => {
+  it.live("read, disconnect, resume with Last-Event-ID: exactly the rest, then live events", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* decisions(server, 1, 6)
+
+      const first = yield* openStream(server, { query: "?afterSeq=0", token: "auditor" })
+      expect(first.status).toBe(200)
+      expect(first.contentType).toContain("text/event-stream")
+      const seen = yield* first.take(4)
+      expect(seen.map((e) => e.id)).toEqual(["1", "2", "3", "4"])
+      first.close()
+
+      // while nobody listens
+      yield* decisions(server, 7, 2)
+
+      // an EventSource reconnects to the same URL and adds the last id it saw: the header wins
+      const second = yield* openStream(server, { query: "?afterSeq=0", lastEventId: "4", token: "auditor" })
+      const rest = yield* second.take(4)
+      expect(rest.map((e) => e.id)).toEqual(["5", "6", "7", "8"])
+
+      yield* decisions(server, 9, 2)
+      const live = yield* second.take(2)
+      expect(live.map((e) => e.id)).toEqual(["9", "10"])
+
+      // every event once, in order, exactly as the store holds it
+      const stored = yield* server.store.events()
+      expect([...seen, ...rest, ...live].map((e) => e.data)).toEqual([...stored])
+      for (const e of [...seen, ...rest, ...live]) expect(e.id).toBe(String(e.data.seq))
+    }))
+
+  it.live("?afterSeq starts after a sequence number; filters narrow the stream", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* decisions(server, 1, 3, "s1")
+      yield* decisions(server, 4, 3, "s2")
+      yield* server.gate.evaluate({ id: "x", name: "rm", sessionKey: "s1" })
+
+      const after = yield* openStream(server, { query: "?afterSeq=5" })
+      expect((yield* after.take(2)).map((e) => e.id)).toEqual(["6", "7"])
+
+      const s1Denials = yield* openStream(server, { query: "?sessionKey=s1&outcome=deny" })
+      const [denied] = yield* s1Denials.take(1)
+      expect(denied!.data).toMatchObject({ seq: 7, outcome: "deny", toolName: "rm", sessionKey: "s1" })
+      yield* server.gate.evaluate({ id: "y", name: "rm", sessionKey: "s2" })
+      yield* server.gate.evaluate({ id: "z", name: "rm", sessionKey: "s1" })
+      const [next] = yield* s1Denials.take(1)
+      expect(next!.data).toMatchObject({ seq: 9, toolCallId: "z" })
+    }))
+
+  it.live("many reconnects at arbitrary points while events keep coming: no gap, no duplicate", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const received: Array<number> = []
+      let lastId: string | undefined
+      for (let round = 0; round < 5; round++) {
+        yield* decisions(server, round * 10, 7)
+        const connection = yield* openStream(server, lastId === undefined ? {} : { lastEventId: lastId })
+        const events = yield* connection.take(3 + round)
+        received.push(...events.map((e) => e.data.seq))
+        lastId = events[events.length - 1]!.id
+        connection.close()
+      }
+      const connection = yield* openStream(server, { lastEventId: lastId! })
+      const total = yield* server.store.lastSeq
+      const tail = yield* connection.take(total - received.length)
+      received.push(...tail.map((e) => e.data.seq))
+      expect(received).toEqual(Array.from({ length: total }, (_, i) => i + 1))
+    }))
+})
