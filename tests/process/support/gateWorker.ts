@@ -82,8 +82,10 @@ const program = Effect.gen(function*() {
       return yield* say({ event: "gate", result: Either.isRight(ran) ? `ran ${ran.right}` : ran.left._tag })
     }
     case "waitMany": {
+      // a session of its own, so runs against a shared database never meet earlier runs' calls
+      const sessionKey = `bench-${process.pid}-${Date.now()}`
       for (let i = 0; i < Number(rest[0]); i++) {
-        const paused = yield* gate.authorize(bash("bench", `wait-${i}`))
+        const paused = yield* gate.authorize(bash(sessionKey, `wait-${i}`))
         if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
         yield* say({ event: "paused", requestId: paused.requestId })
         const resolved = yield* gate.awaitDecision(paused.requestId)

@@ -1,14 +1,18 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Effect, Equal, Exit, type FiberId, Queue } from "effect"
-import type * as Scope from "effect/Scope"
+import { Deferred, Effect, Equal, Exit, type FiberId, Queue, type Scope } from "effect"
 
 /**
  * Group commit for one store's statements. A call that finds the store idle runs at once, on its
  * own fiber (no hand-off, so a lone caller pays nothing for batching). Calls that arrive while
  * one runs queue up, and a worker fiber then runs them in batches on one reserved connection:
  * first the batch's reads (each alone), then all its writes in ONE transaction, committed once.
+ *
+ * With a synchronous driver (bun:sqlite, better-sqlite3) a call never waits for I/O, so calls
+ * would never overlap and nothing would batch. So a write that finds the store idle but comes
+ * from another fiber than the write before it (a sign of many callers in flight) first yields
+ * once: the other runnable fibers reach their own calls, which queue behind it and commit with it.
  *
  * What callers see is what one transaction per call gives them:
  * - each write body runs whole, after the bodies queued before it, so its conditional updates
@@ -100,33 +104,45 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
 
     /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
     const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
-      Effect.scoped(Effect.gen(function*() {
-        const reserved = yield* Effect.exit(options.reserve)
+      Effect.scoped(Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
         if (Exit.isFailure(reserved)) {
           for (const job of jobs) job.exit = reserved
-          return
+          return Effect.void
         }
         const conn = reserved.value
-        const run = onConnection(conn)
-        const writes: Array<Job> = []
-        for (const job of jobs) {
-          if (job.write) writes.push(job)
-          else job.exit = yield* run(job.body)
+        if (jobs.length === 1) {
+          const job = jobs[0]!
+          return job.write
+            ? runWrites(conn, jobs)
+            : Effect.map(onConnection(conn)(job.body), (exit) => {
+              job.exit = exit
+            })
         }
-        if (writes.length > 0) yield* runWrites(conn, writes)
+        return Effect.gen(function*() {
+          const run = onConnection(conn)
+          const writes: Array<Job> = []
+          for (const job of jobs) {
+            if (job.write) writes.push(job)
+            else job.exit = yield* run(job.body)
+          }
+          if (writes.length > 0) yield* runWrites(conn, writes)
+        })
       }))
 
-    /** The next batch, or none: then the store is idle again (in the same step, so no call is lost). */
+    /** The next batch (none when nothing is queued). */
     const nextBatch = Effect.sync(() => {
       const batch: Array<Job> = []
       while (pending.length > 0 && batch.length < maxBatch) {
         const job = pending.shift()!
         if (!job.cancelled) batch.push(job)
       }
-      if (batch.length === 0) busy = false
       return batch
     })
 
+    /**
+     * After a batch: calls queued meanwhile go to the worker; else the store is idle (decided in
+     * one step with the check, so no call is left behind).
+     */
     const handOff = Effect.sync(() => {
       if (pending.length > 0) signal.unsafeOffer(undefined)
       else busy = false
@@ -137,7 +153,10 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         yield* Queue.take(signal)
         while (true) {
           const batch = yield* nextBatch
-          if (batch.length === 0) break
+          if (batch.length === 0) {
+            yield* handOff
+            break
+          }
           yield* Effect.uninterruptible(runBatch(batch))
           for (const job of batch) yield* Deferred.done(job.deferred, job.exit!)
         }

@@ -1,24 +1,26 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
-import { ApprovalRequest, Resolution } from "../ApprovalRequest.js"
-import { type AuditEvent, UnsequencedEvent } from "../AuditEvent.js"
-import { RuleRef } from "../Decision.js"
+import { ApprovalRequest, Resolution, Status } from "../ApprovalRequest.js"
+import { type AuditEvent, EventType, Outcome, UnsequencedEvent } from "../AuditEvent.js"
+import { RuleRef, RuleSource, SessionScope } from "../Decision.js"
 import { SessionApproval } from "../SessionApproval.js"
 import { ToolCall } from "../ToolCall.js"
 
 /**
- * Rows <-> entities. Each row holds its entity as JSON text; reading decodes it with the entity's
- * Schema, which is most of a store call's CPU. Two shortcuts, both proved by property tests
+ * Rows <-> entities. Each row holds its entity as JSON text; decoding it with the entity's
+ * Schema was most of a store call's CPU. Three shortcuts, each proved by property tests
  * (tests/unit/core/sql/rows.test.ts):
  *
  * - Writing: every field of these entities is plain JSON whose Encoded form equals its Type form
  *   (brands exist only at compile time), so `Schema.encode` amounts to keeping the schema's fields
  *   in the schema's order. `json` does that by hand and yields the very text `Schema.encode` +
- *   `JSON.stringify` would.
- * - Reading: a bounded LRU cache keyed by the exact JSON text. Equal text decodes to an equal
- *   value, so a hit returns the value decoded earlier (frozen: it is shared). The store seeds it
- *   with each text it writes (the value being `JSON.parse` of that text, which is what the Schema
- *   decodes it to), so reading back what this process wrote costs no decode; text written by other
- *   processes goes through the Schema.
+ *   `JSON.stringify` would (the rare value it cannot vouch for takes the Schema).
+ * - Reading, fast path: `JSON.parse`, then a hand-written check that says yes only when the
+ *   Schema would accept the value unchanged (right types, no unknown keys, nothing the Schema
+ *   fills in or strips). Then the parsed value is the decoded one. Anything else (another
+ *   version's rows, damage) takes the Schema, which decodes it or names the problem.
+ * - Reading, cache: a bounded LRU map keyed by the exact JSON text (equal text decodes to an
+ *   equal value), seeded with each text the store writes, so reading back what this process wrote
+ *   costs neither parse nor check. Cached values are shared, so they are frozen.
  */
 
 /** BIGINT columns: SQLite returns numbers, PostgreSQL returns strings. */
@@ -66,25 +68,139 @@ const picker = (
   }
 }
 
-/** A bounded LRU map from JSON text to its decoded, frozen value. */
+// --- the fast path's checks --------------------------------------------------------------------
+
+type Json = Record<string, unknown>
+
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+const isString = (u: unknown): u is string => typeof u === "string"
+const isNumber = (u: unknown): u is number => typeof u === "number"
+/** `NonEmptyTrimmedString` (the branded ids) */
+const isId = (u: unknown): u is string => typeof u === "string" && u.length > 0 && u.trim() === u
+/** absent (JSON has no `undefined`) or passing `check` */
+const optional = (u: unknown, check: (u: unknown) => boolean) => u === undefined || check(u)
+const oneOf = (literals: ReadonlyArray<unknown>) => {
+  const set = new Set(literals)
+  return (u: unknown) => set.has(u)
+}
+/** no key outside `keys` (the Schema would strip it, so the parsed value would differ) */
+const onlyKeys = (keys: ReadonlyArray<string>) => {
+  const set = new Set(keys)
+  return (value: Json) => {
+    for (const key in value) if (!set.has(key)) return false
+    return true
+  }
+}
+/** `ToolArgs` of parsed JSON: any object (JSON values are plain); `__proto__` is left to the Schema */
+const isArgs = (u: unknown) => isObject(u) && !Object.hasOwn(u, "__proto__")
+
+const isRuleSource = oneOf(RuleSource.literals)
+const isScope = oneOf(SessionScope.literals)
+const isStatus = oneOf(Status.literals)
+const isResolutionStatus = oneOf(["approved", "denied", "expired"])
+const isDecision = oneOf(["approve_once", "approve_session", "deny"])
+const isEventType = oneOf(EventType.literals)
+const isOutcome = oneOf(Outcome.literals)
+const isVia = oneOf(["policy", "sessionApproval", "default"])
+
+const toolCallKeys = onlyKeys(["id", "name", "args", "sessionKey", "agentId", "intentId", "userId", "workingDirectory"])
+const isToolCall = (u: unknown) =>
+  isObject(u) && toolCallKeys(u) && isId(u.id) && isId(u.name) &&
+  // absent args decode to {}, which the parsed value lacks: the Schema fills them in
+  isArgs(u.args) && isId(u.sessionKey) &&
+  optional(u.agentId, isString) && optional(u.intentId, isString) && optional(u.userId, isString) &&
+  optional(u.workingDirectory, isString)
+
+const ruleKeys = onlyKeys(["id", "source"])
+const isRule = (u: unknown) => isObject(u) && ruleKeys(u) && isString(u.id) && isRuleSource(u.source)
+
+const resolutionKeys = onlyKeys(["status", "decision", "reason", "respondedBy", "editedArgs", "sessionApprovalId", "resolvedAt"])
+const isResolution = (u: unknown) =>
+  isObject(u) && resolutionKeys(u) && isResolutionStatus(u.status) && optional(u.decision, isDecision) &&
+  optional(u.reason, isString) && optional(u.respondedBy, isString) && optional(u.editedArgs, isArgs) &&
+  optional(u.sessionApprovalId, isString) && isNumber(u.resolvedAt)
+
+const requestKeys = onlyKeys([
+  "requestId", "toolCall", "argsDigest", "rule", "policyVersion", "sessionScope", "reason", "prompt",
+  "createdAt", "expiresAt", "status", "resolution", "consumedAt", "warnedAt"
+])
+const isRequest = (u: unknown) =>
+  isObject(u) && requestKeys(u) && isId(u.requestId) && isToolCall(u.toolCall) && isString(u.argsDigest) &&
+  isRule(u.rule) && isString(u.policyVersion) && isScope(u.sessionScope) && isString(u.reason) &&
+  isString(u.prompt) && isNumber(u.createdAt) && isNumber(u.expiresAt) && isStatus(u.status) &&
+  optional(u.resolution, isResolution) && optional(u.consumedAt, isNumber) && optional(u.warnedAt, isNumber)
+
+const eventKeys = onlyKeys([
+  "at", "type", "outcome", "sessionKey", "toolCallId", "toolName", "requestId", "rule", "ruleSource",
+  "policyVersion", "reason", "actor", "via", "sessionApprovalId", "args", "editedArgs", "elapsedMs", "expiresAt"
+])
+const isEvent = (u: unknown) =>
+  isObject(u) && eventKeys(u) && isNumber(u.at) && isEventType(u.type) && isOutcome(u.outcome) &&
+  optional(u.sessionKey, isString) && optional(u.toolCallId, isString) && optional(u.toolName, isString) &&
+  optional(u.requestId, isString) && optional(u.rule, isString) && optional(u.ruleSource, isRuleSource) &&
+  optional(u.policyVersion, isString) && optional(u.reason, isString) && optional(u.actor, isString) &&
+  optional(u.via, isVia) && optional(u.sessionApprovalId, isString) && optional(u.args, isString) &&
+  optional(u.editedArgs, isString) && optional(u.elapsedMs, isNumber) && optional(u.expiresAt, isNumber)
+
+const approvalKeys = onlyKeys([
+  "id", "sessionKey", "toolName", "scope", "argsDigest", "args", "workingDirectory", "grantedBy", "requestId",
+  "createdAt", "expiresAt", "revokedAt", "seq"
+])
+const isApproval = (u: unknown) =>
+  isObject(u) && approvalKeys(u) && isId(u.id) && isId(u.sessionKey) && isString(u.toolName) &&
+  isScope(u.scope) && optional(u.argsDigest, isString) && optional(u.args, isString) &&
+  optional(u.workingDirectory, isString) && optional(u.grantedBy, isString) && optional(u.requestId, isString) &&
+  isNumber(u.createdAt) && optional(u.expiresAt, isNumber) && optional(u.revokedAt, isNumber) && isNumber(u.seq)
+
+/** The parsed value when the check says the Schema would decode `text` to it; else `undefined`. */
+const fastDecoder = (check: (u: unknown) => boolean) => (text: string): unknown => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  return check(parsed) ? parsed : undefined
+}
+
+/** The fast path alone, for the property tests. */
+export const fastDecode = {
+  request: fastDecoder(isRequest),
+  event: fastDecoder(isEvent),
+  approval: fastDecoder(isApproval)
+}
+
+/**
+ * A bounded map from JSON text to its decoded, frozen value, least recently used out first (in
+ * two generations: a hit in the old one moves to the young one; when the young one fills up, the
+ * old one is dropped whole). O(1) per call, no per-entry bookkeeping.
+ */
 class TextCache<A> {
-  private readonly map = new Map<string, A>()
-  constructor(readonly capacity: number) {}
+  private young = new Map<string, A>()
+  private old = new Map<string, A>()
+  private readonly generation: number
+  constructor(capacity: number) {
+    this.generation = Math.max(1, Math.ceil(capacity / 2))
+  }
   get(text: string): A | undefined {
-    const value = this.map.get(text)
-    if (value !== undefined) {
-      this.map.delete(text)
-      this.map.set(text, value)
+    const young = this.young.get(text)
+    if (young !== undefined) return young
+    const old = this.old.get(text)
+    if (old !== undefined) {
+      this.old.delete(text)
+      this.set(text, old)
     }
-    return value
+    return old
   }
   set(text: string, value: A): void {
-    this.map.delete(text)
-    this.map.set(text, value)
-    if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value!)
+    this.young.set(text, value)
+    if (this.young.size >= this.generation) {
+      this.old = this.young
+      this.young = new Map()
+    }
   }
   get size(): number {
-    return this.map.size
+    return this.young.size + this.old.size
   }
 }
 
@@ -100,38 +216,46 @@ export interface Codec<A> {
   readonly size: () => number
 }
 
-const makeCodec = <A, I>(schema: Schema.Schema<A, I>, pick: Pick, capacity: number): Codec<A> => {
+const makeCodec = <A, I>(
+  schema: Schema.Schema<A, I>,
+  pick: Pick,
+  fast: (text: string) => unknown,
+  capacity: number
+): Codec<A> => {
   const decode = Schema.decodeUnknownEither(Schema.parseJson(schema))
   const encode = Schema.encodeEither(Schema.parseJson(schema))
-  const cache = new TextCache<A>(capacity)
+  const cache = capacity > 0 ? new TextCache<A>(capacity) : undefined
   return {
     json: (value) => {
       const picked = pick(value)
       if (picked === undefined) return encode(value)
       const text = JSON.stringify(picked)
-      if (capacity > 0 && cache.get(text) === undefined) cache.set(text, deepFreeze(JSON.parse(text)))
+      if (cache !== undefined && cache.get(text) === undefined) cache.set(text, deepFreeze(JSON.parse(text)))
       return Either.right(text)
     },
     read: (text) => {
-      if (typeof text === "string") {
-        const hit = cache.get(text)
-        if (hit !== undefined) return Either.right(hit)
-      }
-      const decoded = decode(text)
-      if (Either.isRight(decoded) && typeof text === "string" && capacity > 0) {
-        cache.set(text, deepFreeze(decoded.right))
-      }
+      if (typeof text !== "string") return decode(text)
+      const hit = cache?.get(text)
+      if (hit !== undefined) return Either.right(hit)
+      const parsed = fast(text)
+      const decoded = parsed !== undefined ? Either.right(parsed as A) : decode(text)
+      if (cache !== undefined && Either.isRight(decoded)) cache.set(text, deepFreeze(decoded.right))
       return decoded
     },
-    size: () => cache.size
+    size: () => cache?.size ?? 0
   }
 }
 
-const pickToolCall = picker(ToolCall.fields)
+/**
+ * Tool arguments are kept as they are, except an argument named `__proto__`: the Schema's record
+ * encoding drops it (it assigns keys), so such arguments take the Schema path, to write what it
+ * writes.
+ */
+const pickArgs: Pick = (args) => Object.hasOwn(args, "__proto__") ? undefined : args
 const pickRequest = picker(ApprovalRequest.fields, {
-  toolCall: pickToolCall,
+  toolCall: picker(ToolCall.fields, { args: pickArgs }),
   rule: picker(RuleRef.fields),
-  resolution: picker(Resolution.fields)
+  resolution: picker(Resolution.fields, { editedArgs: pickArgs })
 })
 const pickEvent = picker(UnsequencedEvent.fields)
 const pickApproval = picker(SessionApproval.fields)
@@ -143,9 +267,9 @@ const pickApproval = picker(SessionApproval.fields)
  * @internal
  */
 export const makeCodecs = (capacity = 4096) => ({
-  request: makeCodec(ApprovalRequest, pickRequest, capacity),
-  event: makeCodec(UnsequencedEvent, pickEvent, capacity),
-  approval: makeCodec(SessionApproval, pickApproval, capacity)
+  request: makeCodec(ApprovalRequest, pickRequest, fastDecode.request, capacity),
+  event: makeCodec(UnsequencedEvent, pickEvent, fastDecode.event, capacity),
+  approval: makeCodec(SessionApproval, pickApproval, fastDecode.approval, capacity)
 })
 
 export type Codecs = ReturnType<typeof makeCodecs>

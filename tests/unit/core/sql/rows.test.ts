@@ -8,23 +8,70 @@ import { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
 import * as Rows from "../../../../packages/core/src/internal/sqlRows.js"
 
-const entities: ReadonlyArray<readonly [string, Schema.Schema<any, any>, (codecs: Rows.Codecs) => Rows.Codec<any>]> = [
-  ["ApprovalRequest", ApprovalRequest.ApprovalRequest, (codecs) => codecs.request],
-  ["UnsequencedEvent", AuditEvent.UnsequencedEvent, (codecs) => codecs.event],
-  ["SessionApproval", SessionApproval.SessionApproval, (codecs) => codecs.approval]
+type Entity = readonly [
+  name: string,
+  schema: Schema.Schema<any, any>,
+  codecOf: (codecs: Rows.Codecs) => Rows.Codec<any>,
+  fast: (text: string) => unknown
 ]
+const entities: ReadonlyArray<Entity> = [
+  ["ApprovalRequest", ApprovalRequest.ApprovalRequest, (codecs) => codecs.request, Rows.fastDecode.request],
+  ["UnsequencedEvent", AuditEvent.UnsequencedEvent, (codecs) => codecs.event, Rows.fastDecode.event],
+  ["SessionApproval", SessionApproval.SessionApproval, (codecs) => codecs.approval, Rows.fastDecode.approval]
+]
+
+/** Every path to a value inside `value` (objects and arrays), the root excluded. */
+const pathsOf = (value: unknown, prefix: ReadonlyArray<string> = []): Array<ReadonlyArray<string>> => {
+  if (typeof value !== "object" || value === null) return []
+  return Object.keys(value).flatMap((key) => {
+    const path = [...prefix, key]
+    return [path, ...pathsOf((value as Record<string, unknown>)[key], path)]
+  })
+}
+
+/** A copy of `value` with the value at `path` replaced (`undefined`: the key removed). */
+const edit = (value: unknown, path: ReadonlyArray<string>, replacement: unknown): unknown => {
+  if (path.length === 0) return replacement
+  const copy: any = Array.isArray(value) ? [...value] : { ...(value as object) }
+  const [key, ...rest] = path
+  if (rest.length === 0 && replacement === undefined) delete copy[key!]
+  else copy[key!] = edit(copy[key!], rest, replacement)
+  return copy
+}
+
+/** Valid encoded entities, then one random edit: a key removed, a value replaced, a key added. */
+const mutated = (arbitrary: fc.Arbitrary<any>, encode: (x: any) => unknown) =>
+  arbitrary.chain((x) => {
+    const encoded = JSON.parse(JSON.stringify(encode(x)))
+    const paths = pathsOf(encoded)
+    const anyJson = fc.jsonValue({ maxDepth: 2 })
+    return fc.oneof(
+      fc.constantFrom(...paths).map((path) => edit(encoded, path, undefined)),
+      fc.tuple(fc.constantFrom(...paths), anyJson).map(([path, v]) => edit(encoded, path, v)),
+      fc.tuple(fc.constantFrom([] as ReadonlyArray<string>, ...paths), fc.string({ maxLength: 12 }), anyJson).map((
+        [path, key, v]
+      ) => edit(encoded, [...path, key], v)),
+      fc.constant(encoded)
+    )
+  })
 
 const runs = { numRuns: 300 }
 
 describe("SQL row codecs", () => {
-  for (const [name, S, codecOf] of entities) {
-    const arbitrary = Arbitrary.make(S)
+  for (const [name, S, codecOf, fast] of entities) {
+    const encodeEither = Schema.encodeEither(S)
+    // values the Schema itself cannot encode (e.g. arguments whose __proto__ key it mangles) are
+    // no row anyone can write; leave them out
+    const arbitrary = Arbitrary.make(S).filter((x) => Either.isRight(encodeEither(x)))
     const encode = Schema.encodeSync(S)
     const decodeJson = Schema.decodeUnknownEither(Schema.parseJson(S))
 
     test(`${name}: JSON.parse(JSON.stringify(x)) deep-equals Schema.encode(x)`, () => {
       fc.assert(
         fc.property(arbitrary, (x) => {
+          // The Schema's record encoding drops an argument named __proto__ (it assigns keys); the
+          // codec sends such values through the Schema (next test), so they are left out here.
+          fc.pre(!JSON.stringify(x).includes(`"__proto__"`))
           expect(JSON.parse(JSON.stringify(x))).toEqual(JSON.parse(JSON.stringify(encode(x))))
         }),
         runs
@@ -56,6 +103,52 @@ describe("SQL row codecs", () => {
       )
     })
 
+    test(`${name}: the fast path takes valid rows, and decodes them as the Schema does`, () => {
+      let taken = 0
+      let samples = 0
+      fc.assert(
+        fc.property(arbitrary, (x) => {
+          const text = JSON.stringify(encode(x))
+          const decoded = decodeJson(text)
+          if (Either.isLeft(decoded)) return // JSON cannot carry it (a non-finite number)
+          samples++
+          const parsed = fast(text)
+          if (parsed !== undefined) {
+            taken++
+            expect(parsed).toStrictEqual(decoded.right)
+          }
+        }),
+        runs
+      )
+      // it leaves to the Schema only what it must (e.g. an argument named __proto__)
+      expect(taken).toBeGreaterThan(samples * 0.95)
+    })
+
+    test(`${name}: whatever the fast path takes, the Schema decodes to the same value (edited rows)`, () => {
+      fc.assert(
+        fc.property(mutated(arbitrary, encode), (value) => {
+          const text = JSON.stringify(value)
+          const parsed = fast(text)
+          if (parsed === undefined) return
+          const decoded = decodeJson(text)
+          expect(Either.isRight(decoded)).toBe(true)
+          expect(parsed).toStrictEqual(Either.getOrThrow(decoded))
+        }),
+        { numRuns: 2000 }
+      )
+    })
+
+    test(`${name}: whatever the fast path takes, the Schema decodes to the same value (any JSON)`, () => {
+      fc.assert(
+        fc.property(fc.jsonValue(), (value) => {
+          const text = JSON.stringify(value)
+          const parsed = fast(text)
+          if (parsed !== undefined) expect(parsed).toStrictEqual(Either.getOrThrow(decodeJson(text)))
+        }),
+        { numRuns: 1000 }
+      )
+    })
+
     test(`${name}: text from elsewhere is decoded by the Schema, then cached`, () => {
       const codec = codecOf(Rows.makeCodecs())
       fc.assert(
@@ -84,14 +177,17 @@ describe("SQL row codecs", () => {
   })
 
   test("the cache is bounded, least recently used out first", () => {
-    const codec = Rows.makeCodecs(3).event
+    const codec = Rows.makeCodecs(100).event
     const event = (n: number): AuditEvent.UnsequencedEvent => ({ at: n, type: "decision", outcome: "allow" })
-    const texts = [1, 2, 3].map((n) => Either.getOrThrow(codec.json(event(n))))
-    const first = Either.getOrThrow(codec.read(texts[0]!))
-    codec.json(event(4)) // evicts event 2, the least recently used
-    expect(codec.size()).toBe(3)
-    expect(Either.getOrThrow(codec.read(texts[0]!))).toBe(first)
-    expect(Either.getOrThrow(codec.read(texts[1]!))).toEqual(event(2)) // decoded again
+    const text = (n: number) => Either.getOrThrow(codec.json(event(n)))
+    const kept = Either.getOrThrow(codec.read(text(0)))
+    for (let n = 1; n < 1000; n++) {
+      text(n)
+      expect(Either.getOrThrow(codec.read(text(0)))).toBe(kept) // used all along: stays
+      expect(codec.size()).toBeLessThanOrEqual(100)
+    }
+    const again = Either.getOrThrow(codec.read(text(1))) // long unused: gone, read afresh
+    expect(again).toEqual(event(1))
   })
 
   test("text that does not decode fails with the Schema's ParseError and is not cached", () => {

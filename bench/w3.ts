@@ -1,0 +1,372 @@
+/**
+ * W3 recovery queries on a big store: 1,000,000 audit events over 10,000 sessions, 100 pending
+ * approvals in the session asked for, one pending in each other session (10,099 pending overall),
+ * 20,000 answered requests and 12,000 session approvals (10,000 active). Figures:
+ * - pending of one session: `ToolGate.pending({ sessionKey })`, p50/p99 of 100 queries (and the
+ *   first, cold one: its rows decoded, not yet cached);
+ * - pending across all sessions: thousands are pending, so the first page of the 100 oldest
+ *   (`ApprovalStore.listPending({ limit: 100 })`), p50/p99 of 100 queries; and the whole list
+ *   (`ToolGate.pending()`, 10,099 requests) once;
+ * - start-up: a fresh `ToolGate` layer built on the file (open, migrations, loading the 10,000
+ *   active session approvals into the projection, the first expiry sweep), median of 5; and the
+ *   load of active session approvals alone.
+ *
+ * Seeding writes the store's own tables with its own row encoders (the JSON each row holds is
+ * what the store itself would write), in multi-row INSERTs of 50,000-row transactions: the store
+ * has no bulk API, and a million single appends would measure seeding, not recovery.
+ *
+ * SQLite (a WAL file), and PostgreSQL in a fresh schema when TOOLGATE_PG_URL is set.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Rows from "../packages/core/src/internal/sqlRows.js"
+import { tables } from "../packages/core/src/internal/sqlSchema.js"
+import { pgSchema } from "../tests/support/sqlStores.js"
+
+const EVENTS = Number(process.env.W3_EVENTS ?? 1_000_000)
+const SESSIONS = Number(process.env.W3_SESSIONS ?? 10_000)
+const TARGET_PENDING = 100
+const ANSWERED = Math.min(20_000, Math.floor(EVENTS / 50))
+const ACTIVE_APPROVALS = SESSIONS
+const REVOKED_APPROVALS = Math.floor(SESSIONS / 5)
+const QUERIES = 100
+const BUILDS = 5
+
+const policy = Policy.unsafeMake({ requireApproval: ["bash", "deploy"] })
+const session = (i: number) => `s-${String(i).padStart(5, "0")}`
+const TARGET = session(4242)
+const TOOLS = ["bash", "deploy", "read_file", "write_file", "http_get", "sql", "grep", "ls"]
+const T0 = Date.now() - EVENTS - 60_000
+const DAY = 86_400_000
+
+const percentile = (xs: Array<number>, p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 1000) / 1000
+}
+
+const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.suspend(() => {
+    const start = performance.now()
+    return Effect.map(effect, (value) => [performance.now() - start, value] as const)
+  })
+
+/** Writes the seed through `sql` into the store's tables (default prefix); returns what it wrote. */
+const seed = Effect.gen(function*() {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const t = tables("toolgate_")
+  const codecs = Rows.makeCodecs(0)
+  const json = <A>(codec: Rows.Codec<A>, value: A) => Effect.orDie(codec.json(value))
+
+  // The lifecycle events (requests, answers, grants, revocations) are spread evenly through the
+  // log, sessions interleaved; every other event is a policy decision. Seqs are assigned in
+  // insertion order from 1.
+  type Lifecycle =
+    | { readonly kind: "request"; readonly n: number; readonly sessionKey: string; readonly answered: boolean }
+    | { readonly kind: "answer"; readonly n: number }
+    | { readonly kind: "grant"; readonly n: number; readonly sessionKey: string; readonly revoked: boolean }
+    | { readonly kind: "revoke"; readonly n: number }
+  const lives: Array<Array<Lifecycle>> = []
+  let n = 0
+  for (let i = 0; i < TARGET_PENDING; i++) lives.push([{ kind: "request", n: n++, sessionKey: TARGET, answered: false }])
+  for (let s = 0; s < SESSIONS; s++) {
+    if (session(s) !== TARGET) lives.push([{ kind: "request", n: n++, sessionKey: session(s), answered: false }])
+  }
+  for (let a = 0; a < ANSWERED; a++, n++) {
+    lives.push([{ kind: "request", n, sessionKey: session(a % SESSIONS), answered: true }, { kind: "answer", n }])
+  }
+  for (let g = 0; g < ACTIVE_APPROVALS + REVOKED_APPROVALS; g++) {
+    const revoked = g >= ACTIVE_APPROVALS
+    lives.push([{ kind: "grant", n: g, sessionKey: session(g % SESSIONS), revoked }, ...(revoked ? [{ kind: "revoke" as const, n: g }] : [])])
+  }
+  // a deterministic shuffle of whole lifecycles (each one's steps stay in order)
+  let state = 42
+  const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648
+  for (let i = lives.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1))
+    ;[lives[i], lives[j]] = [lives[j]!, lives[i]!]
+  }
+  const steps = lives.flat()
+  if (steps.length > EVENTS) throw new Error(`W3: ${steps.length} lifecycle events exceed ${EVENTS}`)
+  const stepAt = new Map<number, Lifecycle>()
+  steps.forEach((step, k) => stepAt.set(1 + Math.floor((k * EVENTS) / steps.length), step))
+
+  const requests = new Map<number, ApprovalRequest.ApprovalRequest>()
+  const approvals = new Map<number, SessionApproval.SessionApproval>()
+  const eventRows: Array<Record<string, unknown>> = []
+  const requestRows: Array<Record<string, unknown>> = []
+  const approvalRows = new Map<number, Record<string, unknown>>()
+  let written = 0
+
+  const flushEvents = Effect.suspend(() => {
+    const rows = eventRows.splice(0)
+    const chunks: Array<Array<Record<string, unknown>>> = []
+    for (let i = 0; i < rows.length; i += 500) chunks.push(rows.slice(i, i + 500))
+    written += rows.length
+    return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${sql(t.events)} ${sql.insert(chunk)}`, { discard: true })
+  })
+  const insertAll = (table: string, rows: Array<Record<string, unknown>>, size: number) =>
+    Effect.forEach(
+      Array.from({ length: Math.ceil(rows.length / size) }, (_, i) => rows.slice(i * size, (i + 1) * size)),
+      (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
+      { discard: true }
+    )
+
+  const eventRow = (seq: number, event: AuditEvent.UnsequencedEvent) =>
+    Effect.map(json(codecs.event, event), (text) => ({
+      seq,
+      at: event.at,
+      type: event.type,
+      outcome: event.outcome,
+      session_key: event.sessionKey ?? null,
+      tool_call_id: event.toolCallId ?? null,
+      tool_name: event.toolName?.toLowerCase() ?? null,
+      request_id: event.requestId ?? null,
+      event: text
+    }))
+
+  for (let seq = 1; seq <= EVENTS; seq++) {
+    const at = T0 + seq
+    const step = stepAt.get(seq)
+    let event: AuditEvent.UnsequencedEvent
+    if (step === undefined) {
+      const tool = TOOLS[seq % TOOLS.length]!
+      const deny = seq % 7 === 0
+      event = {
+        at,
+        type: "decision",
+        outcome: deny ? "deny" : "allow",
+        sessionKey: session(seq % SESSIONS),
+        toolCallId: `call-${seq}`,
+        toolName: tool,
+        rule: deny ? "deny[0]" : "allow[0]",
+        ruleSource: deny ? "deny" : "allow",
+        policyVersion: policy.version,
+        ...(deny ? { reason: "not here" } : { via: "policy" as const })
+      }
+    } else if (step.kind === "request") {
+      const request: ApprovalRequest.ApprovalRequest = {
+        requestId: `req-${step.n}` as ApprovalRequest.RequestId,
+        toolCall: {
+          id: `call-r${step.n}` as never,
+          name: "bash",
+          args: { command: `make target-${step.n}`, cwd: "/repo" },
+          sessionKey: step.sessionKey as never
+        },
+        argsDigest: `digest-${step.n}`,
+        rule: { id: "requireApproval[0]", source: "requireApproval" },
+        policyVersion: policy.version,
+        sessionScope: "exact",
+        reason: "bash requires approval",
+        prompt: `Allow bash make target-${step.n} in session ${step.sessionKey}?`,
+        createdAt: at,
+        expiresAt: at + DAY,
+        status: "pending"
+      }
+      requests.set(step.n, request)
+      event = {
+        at,
+        type: "approval.requested",
+        outcome: "pending",
+        sessionKey: step.sessionKey,
+        toolCallId: request.toolCall.id,
+        toolName: "bash",
+        requestId: request.requestId,
+        rule: request.rule.id,
+        ruleSource: "requireApproval",
+        policyVersion: policy.version,
+        reason: request.reason,
+        expiresAt: request.expiresAt
+      }
+      if (!step.answered) {
+        requestRows.push({
+          request_id: request.requestId,
+          session_key: step.sessionKey,
+          tool_call_id: request.toolCall.id,
+          status: "pending",
+          created_at: at,
+          requested_seq: seq,
+          expires_at: request.expiresAt,
+          warned_at: null,
+          consumed_at: null,
+          request: yield* json(codecs.request, request)
+        })
+      }
+    } else if (step.kind === "answer") {
+      const asked = requests.get(step.n)!
+      const answered: ApprovalRequest.ApprovalRequest = {
+        ...asked,
+        status: "approved",
+        resolution: { status: "approved", decision: "approve_once", respondedBy: "ana", resolvedAt: at },
+        consumedAt: at + 1
+      }
+      requestRows.push({
+        request_id: answered.requestId,
+        session_key: answered.toolCall.sessionKey,
+        tool_call_id: answered.toolCall.id,
+        status: "approved",
+        created_at: answered.createdAt,
+        requested_seq: null,
+        expires_at: answered.expiresAt,
+        warned_at: null,
+        consumed_at: at + 1,
+        request: yield* json(codecs.request, answered)
+      })
+      event = {
+        at,
+        type: "approval.resolved",
+        outcome: "approved",
+        sessionKey: answered.toolCall.sessionKey,
+        toolCallId: answered.toolCall.id,
+        toolName: "bash",
+        requestId: answered.requestId,
+        actor: "ana",
+        elapsedMs: at - answered.createdAt
+      }
+    } else if (step.kind === "grant") {
+      const tool = TOOLS[step.n % 2]!
+      const approval: SessionApproval.SessionApproval = {
+        id: `sa-${step.n}` as SessionApproval.SessionApprovalId,
+        sessionKey: step.sessionKey as never,
+        toolName: tool,
+        scope: step.n % 2 === 0 ? "tool" : "exact",
+        ...(step.n % 2 === 0 ? {} : { argsDigest: `digest-sa-${step.n}`, args: `{"command":"make ${step.n}"}` }),
+        grantedBy: "ana",
+        createdAt: at,
+        seq
+      }
+      approvals.set(step.n, approval)
+      approvalRows.set(step.n, {
+        id: approval.id,
+        session_key: approval.sessionKey,
+        tool_name: tool,
+        seq,
+        granted_seq: seq,
+        revoked_at: null,
+        expires_at: null,
+        approval: yield* json(codecs.approval, approval)
+      })
+      event = { at, type: "session.granted", outcome: "approved", sessionKey: step.sessionKey, toolName: tool, actor: "ana" }
+    } else {
+      const granted = approvals.get(step.n)!
+      const revoked: SessionApproval.SessionApproval = { ...granted, revokedAt: at, seq }
+      approvalRows.set(step.n, {
+        ...approvalRows.get(step.n)!,
+        seq,
+        revoked_at: at,
+        approval: yield* json(codecs.approval, revoked)
+      })
+      event = {
+        at,
+        type: "session.revoked",
+        outcome: "revoked",
+        sessionKey: granted.sessionKey,
+        toolName: granted.toolName,
+        sessionApprovalId: granted.id,
+        actor: "ana"
+      }
+    }
+    eventRows.push(yield* eventRow(seq, event))
+    if (eventRows.length >= 50_000) yield* sql.withTransaction(flushEvents)
+  }
+  yield* sql.withTransaction(flushEvents)
+  yield* sql.withTransaction(insertAll(t.requests, requestRows, 500))
+  yield* sql.withTransaction(insertAll(t.sessionApprovals, [...approvalRows.values()], 500))
+  // PostgreSQL: the explicit seqs bypassed the sequence; move it past them
+  yield* sql.onDialectOrElse({
+    pg: () => sql`SELECT setval(pg_get_serial_sequence(${t.events}, 'seq'), ${EVENTS})`,
+    orElse: () => Effect.void
+  })
+  // PostgreSQL's autovacuum would analyze the bulk-loaded tables soon; do it now. (SQLite runs
+  // without statistics, as the store leaves it.)
+  yield* sql.onDialectOrElse({ pg: () => sql`ANALYZE`, orElse: () => Effect.void })
+  return {
+    events: written,
+    sessions: SESSIONS,
+    pendingInSession: TARGET_PENDING,
+    pendingOverall: requestRows.filter((r) => r.status === "pending").length,
+    answeredRequests: ANSWERED,
+    activeSessionApprovals: ACTIVE_APPROVALS,
+    revokedSessionApprovals: REVOKED_APPROVALS
+  }
+})
+
+type GateLayer = Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, unknown>
+
+/** Seeds through `client` (after one open has migrated the schema), then measures on `gate`. */
+export const runW3With = (gate: GateLayer, client: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+  Effect.gen(function*() {
+    // migrate once through the real layer, then seed the empty tables
+    yield* Effect.scoped(Layer.build(gate))
+    const seedStart = performance.now()
+    const seeded = yield* seed.pipe(Effect.provide(client))
+    const seedSeconds = (performance.now() - seedStart) / 1000
+
+    const builds: Array<number> = []
+    for (let i = 0; i < BUILDS; i++) {
+      const [ms] = yield* timed(Effect.scoped(Layer.build(gate)))
+      builds.push(ms)
+    }
+
+    return yield* Effect.scoped(Effect.gen(function*() {
+      const context = yield* Layer.build(gate)
+      const tg = Context.get(context, ToolGate.ToolGate)
+      const store = Context.get(context, ApprovalStore.ApprovalStore)
+
+      const [activeLoadMs, active] = yield* timed(store.sessionApprovals({ activeAt: Date.now() }))
+      if (active.length !== ACTIVE_APPROVALS) throw new Error(`W3: ${active.length} active approvals`)
+
+      const [firstSessionMs, first] = yield* timed(tg.pending({ sessionKey: TARGET }))
+      if (first.length !== TARGET_PENDING) throw new Error(`W3: ${first.length} pending in ${TARGET}`)
+      const perSession: Array<number> = []
+      for (let i = 0; i < QUERIES; i++) perSession.push((yield* timed(tg.pending({ sessionKey: TARGET })))[0])
+
+      const [firstPageColdMs] = yield* timed(store.listPending({ limit: 100 }))
+      const firstPage: Array<number> = []
+      for (let i = 0; i < QUERIES; i++) firstPage.push((yield* timed(store.listPending({ limit: 100 })))[0])
+
+      const [allPendingMs, all] = yield* timed(tg.pending())
+      if (all.length !== seeded.pendingOverall) throw new Error(`W3: ${all.length} pending overall`)
+
+      return {
+        ...seeded,
+        seedSeconds: Math.round(seedSeconds * 10) / 10,
+        sessionPendingP50ms: percentile(perSession, 0.5),
+        sessionPendingP99ms: percentile(perSession, 0.99),
+        sessionPendingFirstMs: Math.round(firstSessionMs * 1000) / 1000,
+        allPendingFirstPage100P50ms: percentile(firstPage, 0.5),
+        allPendingFirstPage100P99ms: percentile(firstPage, 0.99),
+        allPendingFirstPage100FirstMs: Math.round(firstPageColdMs * 1000) / 1000,
+        allPendingFullListMs: Math.round(allPendingMs * 1000) / 1000,
+        gateStartP50ms: percentile(builds, 0.5),
+        activeApprovalsLoadMs: Math.round(activeLoadMs * 1000) / 1000
+      }
+    }))
+  })
+
+export const runW3 = (filename: string) =>
+  runW3With(ToolGateSqlite.layer({ filename, policy }), ToolGateSqlite.layerClient(filename))
+
+export const runW3Pg = (url: string) =>
+  Effect.scoped(Effect.flatMap(pgSchema(url), (schemaUrl) => {
+    const options = { url: Redacted.make(schemaUrl), policy }
+    return runW3With(ToolGatePg.layer(options), ToolGatePg.layerClient(options))
+  }))
+
+if (import.meta.main) {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-w3-"))
+  try {
+    console.log(JSON.stringify({ workload: "W3 SQLite", ...(await Effect.runPromise(runW3(join(dir, "w3.db")))) }))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const pg = process.env.TOOLGATE_PG_URL
+  if (pg) console.log(JSON.stringify({ workload: "W3 PostgreSQL", ...(await Effect.runPromise(runW3Pg(pg))) }))
+  else console.log(JSON.stringify({ workload: "W3 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
+}
