@@ -90,4 +90,7 @@ if (import.meta.main) {
   const pg = process.env.TOOLGATE_PG_URL
   if (pg) console.log(JSON.stringify({ workload: "W2 PostgreSQL", ...(await Effect.runPromise(runW2Pg(pg))) }))
   else console.log(JSON.stringify({ workload: "W2 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
+  // a closed PgClient layer may still hold a socket (its LISTEN connection) that keeps the
+  // process alive; the figures are out, so leave
+  process.exit(0)
 }
