@@ -40,7 +40,7 @@ export const checkpointSuite = <E>(
     it.scoped(title, () =>
       Effect.provide(
         Effect.suspend(body),
-        Checkpoint.layer.pipe(Layer.provideMerge(ToolGate.layer({ policy })), Layer.provide(stores()))
+        Checkpoint.layerWithGate({ policy }).pipe(Layer.provide(stores()))
       ))
 
   describe(`Checkpoints (${name})`, () => {
@@ -57,8 +57,10 @@ export const checkpointSuite = <E>(
         expect(resumed.state).toEqual({ messages: ["hi", "run c1"], step: 3 })
         expect(resumed.requests.map((r) => r.status)).toEqual(["approved"])
         expect(resumed.requests[0]!.resolution!.editedArgs).toEqual({ command: "c1 --dry-run" })
+        yield* checkpoints.complete(token, resumed.lease)
         const again = yield* failure(checkpoints.resume(Turn, token))
         expect(again._tag).toBe("AlreadyResumed")
+        expect(yield* checkpoints.open(Turn)).toEqual([])
       }))
 
     test("several requests in one turn: partial answers keep it pending; all answered resumes in order", () =>
@@ -107,7 +109,8 @@ export const checkpointSuite = <E>(
         )
         const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: 0 })
         // a request belongs to one checkpoint; a checkpoint resumes only at its own wait point
-        expect((yield* failure(checkpoints.save(Turn, [requestId], { messages: [], step: 1 })))._tag).toBe(
+        const other = yield* pause(bash("c2"))
+        expect((yield* failure(checkpoints.save(Turn, [other, requestId], { messages: [], step: 1 })))._tag).toBe(
           "CheckpointInvalid"
         )
         expect((yield* failure(checkpoints.resume(OtherPoint, token)))._tag).toBe("CheckpointNotFound")
@@ -123,13 +126,79 @@ export const checkpointSuite = <E>(
         const results = yield* Effect.forEach([1, 2, 3, 4, 5], () => Effect.either(checkpoints.resume(Turn, token)), {
           concurrency: "unbounded"
         })
-        expect(results.filter(Either.isRight)).toHaveLength(1)
-        expect(results.filter(Either.isLeft).map((r) => r.left._tag)).toEqual([
-          "AlreadyResumed",
-          "AlreadyResumed",
-          "AlreadyResumed",
-          "AlreadyResumed"
-        ])
+        const winners = results.filter(Either.isRight)
+        expect(winners).toHaveLength(1)
+        const losers = results.filter(Either.isLeft).map((r) => r.left)
+        expect(losers.map((error) => error._tag)).toEqual(Array(4).fill("CheckpointClaimed"))
+        expect(losers.map((error) => (error as { owner?: string }).owner)).toEqual(Array(4).fill(winners[0]!.right.lease.owner))
+        yield* checkpoints.complete(token, winners[0]!.right.lease)
+        const after = yield* Effect.forEach([1, 2, 3], () => failure(checkpoints.resume(Turn, token)), {
+          concurrency: "unbounded"
+        })
+        expect(after.map((error) => error._tag)).toEqual(["AlreadyResumed", "AlreadyResumed", "AlreadyResumed"])
+      }))
+
+    test("a resume that crashes before completing: refused while its lease runs, claimed again after it", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        const requestId = yield* pause(bash("c1"))
+        const token = yield* checkpoints.save(Turn, [requestId], { messages: ["m"], step: 1 })
+        yield* gate.respond(requestId, { decision: "approve_once" })
+        // worker-a claims for 30 s, then dies: it never completes
+        const crashed = yield* checkpoints.resume(Turn, token, { owner: "worker-a", lease: "30 seconds" })
+        expect(crashed.lease).toEqual({ owner: "worker-a", until: 30_000 })
+        const refused = yield* failure(checkpoints.resume(Turn, token, { owner: "worker-b" }))
+        expect(refused).toMatchObject({ _tag: "CheckpointClaimed", owner: "worker-a", until: 30_000 })
+        // the same owner may claim again while its lease runs (a retry in the same worker), renewing it
+        yield* TestClock.adjust("10 seconds")
+        const retried = yield* checkpoints.resume(Turn, token, { owner: "worker-a", lease: "30 seconds" })
+        expect(retried.lease.until).toBe(40_000)
+        yield* TestClock.adjust("30 seconds")
+        const taken = yield* checkpoints.resume(Turn, token, { owner: "worker-b" })
+        expect(taken.state).toEqual({ messages: ["m"], step: 1 })
+        expect(taken.requests.map((r) => r.status)).toEqual(["approved"])
+        // the stale owner can no longer complete; the new one does, once (again is a no-op)
+        expect(yield* failure(checkpoints.complete(token, retried.lease))).toMatchObject({
+          _tag: "CheckpointClaimed",
+          owner: "worker-b"
+        })
+        yield* checkpoints.complete(token, taken.lease)
+        yield* checkpoints.complete(token, taken.lease)
+        expect((yield* failure(checkpoints.complete(token, retried.lease)))._tag).toBe("AlreadyResumed")
+        yield* TestClock.adjust("31 seconds")
+        expect((yield* failure(checkpoints.resume(Turn, token, { owner: "worker-a" })))._tag).toBe("AlreadyResumed")
+      }))
+
+    test("saving the same turn again returns the first token and keeps the first state", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        const ids = [yield* pause(bash("c1")), yield* pause(bash("c2"))]
+        const token = yield* checkpoints.save(Turn, ids, { messages: ["first"], step: 1 })
+        expect(yield* checkpoints.save(Turn, [ids[1]!, ids[0]!], { messages: ["retry"], step: 1 })).toBe(token)
+        // the same requests at another wait point, or only some of them, are another turn: refused
+        expect((yield* failure(checkpoints.save(OtherPoint, ids, { step: 1 })))._tag).toBe("CheckpointInvalid")
+        expect((yield* failure(checkpoints.save(Turn, [ids[0]!], { messages: [], step: 1 })))._tag).toBe(
+          "CheckpointInvalid"
+        )
+        const extra = yield* pause(bash("c3"))
+        expect((yield* failure(checkpoints.save(Turn, [...ids, extra], { messages: [], step: 1 })))._tag).toBe(
+          "CheckpointInvalid"
+        )
+        // racing saves of one turn all get one token
+        yield* TestClock.adjust("1 second")
+        const racing = yield* pause(bash("c4"))
+        const tokens = yield* Effect.forEach(
+          [1, 2, 3, 4],
+          (step) => checkpoints.save(Turn, [racing], { messages: [], step }),
+          { concurrency: "unbounded" }
+        )
+        expect(new Set(tokens).size).toBe(1)
+        expect((yield* checkpoints.open(Turn)).map((cp) => cp.token)).toEqual([token, tokens[0]])
+        yield* Effect.forEach(ids, (id) => gate.respond(id, { decision: "deny" }))
+        const resumed = yield* checkpoints.resume(Turn, token)
+        expect(resumed.state).toEqual({ messages: ["first"], step: 1 })
       }))
   })
 }

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { sqliteClient, storeOver } from "../support/sqlStores.js"
-import { runWorker } from "./support/nodeProcess.js"
+import { runWorker, spawnWorker } from "./support/nodeProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "toolgate-agent-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -52,6 +52,28 @@ describe("an agent paused in one process, answered from another, resumed in a th
       "decision deny drop_database",
       "approval.resolved approved deploy"
     ])
+  }, 60_000)
+
+  test("a resume killed right after the deploy ran: refused to others while its lease runs, retried by its owner without deploying twice", async () => {
+    const db = freshDb()
+    const paused = await runWorker(["run", db], node)
+    const [requestId] = paused.requestIds as Array<string>
+    const token = String(paused.token)
+    await runWorker(["answer", db, requestId!, "approve_once"], bun)
+    const crashing = await spawnWorker(["crash", db, token, "worker-a"], node)
+    expect(await crashing.next("ran")).toMatchObject({ tool: "deploy" })
+    expect(await crashing.exited).not.toBe(0)
+
+    expect(await runWorker(["resume", db, token, "worker-b"], node)).toMatchObject({
+      event: "refused",
+      error: "CheckpointClaimed"
+    })
+    const done = await runWorker(["resume", db, token, "worker-a"], node)
+    expect(done).toMatchObject({ event: "completed", turns: 2 })
+    // the deploy ran in the process that died; the retry tells the model so instead of deploying again
+    expect(done.text).toContain("read_file: ## 1.2.0")
+    expect(done.text).not.toContain("deployed")
+    expect(await runWorker(["resume", db, token, "worker-a"], node)).toMatchObject({ event: "refused", error: "AlreadyResumed" })
   }, 60_000)
 
   test("denied: the human's reason reaches the model, and the deploy never runs", async () => {

@@ -9,7 +9,11 @@
  *
  * Each call of a turn gets its own request, keyed by the model's tool-call id and answered on its
  * own; while any is unanswered, `resume` fails with `RequestPending` and the checkpoint stays
- * resumable. A checkpoint resumes once (`AlreadyResumed` after).
+ * resumable. `resume` claims the checkpoint with a lease and completes it only once the resumed
+ * turn has run to its result: if the process dies in between, the turn can be resumed again
+ * after the lease (an approved call that already started is not run twice; the model is told its
+ * result was lost). A completed checkpoint refuses (`AlreadyResumed`), and so does one another
+ * owner is resuming (`CheckpointClaimed`).
  *
  * @example
  * import { Tool, Toolkit } from "@effect/ai"
@@ -181,6 +185,7 @@ export type ResumeError =
   | ToolGateError.CheckpointNotFound
   | ToolGateError.RequestPending
   | ToolGateError.AlreadyResumed
+  | ToolGateError.CheckpointClaimed
 
 /**
  * @since 0.1.0
@@ -202,9 +207,13 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
     prompt: Prompt.RawInput,
     session: Session
   ) => Effect.Effect<Result, Error<Tools> | E, Requirements<Tools> | R>
-  /** Continues a paused conversation once every request of its turn is answered or expired. */
+  /**
+   * Continues a paused conversation once every request of its turn is answered or expired. The
+   * options name the lease's owner and length (`Checkpoints.resume`); the same owner may retry.
+   */
   readonly resume: (
-    token: string
+    token: string,
+    options?: Checkpoint.ResumeOptions
   ) => Effect.Effect<Result, Error<Tools> | ResumeError | E, Requirements<Tools> | R>
 }
 
@@ -214,6 +223,18 @@ const toolMessage = (results: ReadonlyArray<GatedToolkit.ToolResult>): Prompt.Pr
       content: results.map((result) => Prompt.makePart("tool-result", { ...result, providerExecuted: false }))
     })
   ])
+
+// A retried resume after a crash: the approval was spent by the attempt that died, which may or
+// may not have run the tool; the model is told so rather than the call running twice.
+const lostResult = (call: GatedToolkit.ModelCall): GatedToolkit.ToolResult => ({
+  id: call.id,
+  name: call.name,
+  isFailure: true,
+  result: {
+    interrupted: true,
+    message: `The approved call ${call.id} (${call.name}) was started by an earlier attempt that stopped before finishing; its result is unknown.`
+  }
+})
 
 /**
  * @since 0.1.0
@@ -282,10 +303,11 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
   const run = (prompt: Prompt.RawInput, session: Session) =>
     Effect.flatMap(resolveToolkit, (toolkit) => continueFrom(toolkit, session, Prompt.make(prompt), 0))
 
-  const resume = (token: string) =>
+  const resume = (token: string, resumeOptions?: Checkpoint.ResumeOptions) =>
     Effect.gen(function*() {
       const toolkit = yield* resolveToolkit
-      const { state } = yield* Effect.flatMap(Checkpoint.Checkpoints, (checkpoints) => checkpoints.resume(checkpoint, token))
+      const checkpoints = yield* Checkpoint.Checkpoints
+      const { lease, state } = yield* checkpoints.resume(checkpoint, token, resumeOptions)
       const obtained = new Map(state.results.map((result) => [result.id, result]))
       // Every request of the turn is settled now, so gate() never waits: approved calls run (once),
       // denied and expired ones come back as denial results.
@@ -293,9 +315,15 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         const result = obtained.get(call.id)
         return result !== undefined
           ? Effect.succeed(result)
-          : Effect.map(reported(call, GatedToolkit.gate(toolkit, call, state.session)), (settled) => settled.result)
+          : GatedToolkit.gate(toolkit, call, state.session).pipe(
+            (settled) => reported(call, settled),
+            Effect.map((settled) => settled.result),
+            Effect.catchTag("CallAlreadyExecuted", () => Effect.succeed(lostResult(call)))
+          )
       })
-      return yield* continueFrom(toolkit, state.session, Prompt.merge(state.prompt, toolMessage(results)), state.turns)
+      const next = yield* continueFrom(toolkit, state.session, Prompt.merge(state.prompt, toolMessage(results)), state.turns)
+      yield* checkpoints.complete(token, lease)
+      return next
     })
 
   return { run, resume }

@@ -22,16 +22,24 @@
  *   )
  *
  * const later = (token: string) =>
- *   Effect.flatMap(Checkpoint.Checkpoints, (checkpoints) => checkpoints.resume(AgentTurn, token))
+ *   Effect.gen(function*() {
+ *     const checkpoints = yield* Checkpoint.Checkpoints
+ *     const resumed = yield* checkpoints.resume(AgentTurn, token)
+ *     // ... run the approved calls, feed denials back ...
+ *     yield* checkpoints.complete(token, resumed.lease)
+ *     return resumed.state
+ *   })
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
+import type { ApprovalStore } from "./ApprovalStore.js"
 import { CheckpointStore } from "./CheckpointStore.js"
-import { ToolGate } from "./ToolGate.js"
+import * as ToolGate from "./ToolGate.js"
 import {
   AlreadyResumed,
+  CheckpointClaimed,
   CheckpointInvalid,
   CheckpointNotFound,
   type PersistenceError,
@@ -75,8 +83,21 @@ export const make = <State extends Schema.Schema.Any>(
 ): Checkpoint<State> => ({ name, state: options.state })
 
 /**
- * What `resume` hands back: the decoded state and every request of the checkpoint, resolved, in
- * the order they were saved.
+ * Who is resuming a checkpoint, and until when. The holder runs what the answers allow, then
+ * calls `complete`; if it crashes first, the lease runs out and another owner may claim it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Lease {
+  readonly owner: string
+  /** epoch milliseconds */
+  readonly until: number
+}
+
+/**
+ * What `resume` hands back: the decoded state, every request of the checkpoint, resolved, in the
+ * order they were saved, and the lease the caller now holds.
  *
  * @since 0.1.0
  * @category models
@@ -85,6 +106,18 @@ export interface Resumed<A> {
   readonly token: Token
   readonly state: A
   readonly requests: ReadonlyArray<ApprovalRequest>
+  readonly lease: Lease
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ResumeOptions {
+  /** who claims the checkpoint (default: a fresh id per call); the same owner may claim again while its lease runs */
+  readonly owner?: string | undefined
+  /** how long the claim holds before another owner may take it over (default 5 minutes) */
+  readonly lease?: Duration.DurationInput | undefined
 }
 
 /**
@@ -94,7 +127,8 @@ export interface Resumed<A> {
 export interface Service {
   /**
    * Saves `state` at `checkpoint` with the pending request(s) it waits for (one model turn may
-   * pause several tool calls). A request belongs to at most one checkpoint.
+   * pause several tool calls). A request belongs to at most one checkpoint; saving the same
+   * requests again (a retried turn) returns the existing token and keeps the first state.
    */
   readonly save: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>,
@@ -104,18 +138,32 @@ export interface Service {
   /** The token of the checkpoint that waits for this request. */
   readonly find: (requestId: string) => Effect.Effect<Token, CheckpointNotFound | PersistenceError>
   /**
-   * Once every request is answered or expired: the state and the resolutions. Fails with
-   * `RequestPending` while any request is unanswered (partial answers stay), and with
-   * `AlreadyResumed` the second time.
+   * Once every request is answered or expired: claims the checkpoint with a lease and returns
+   * the state and the resolutions. Fails with `RequestPending` while any request is unanswered
+   * (partial answers stay), with `CheckpointClaimed` while another owner's lease runs, and with
+   * `AlreadyResumed` once it was completed. Call `complete` when the work it resumed is done.
    */
   readonly resume: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>,
-    token: string
+    token: string,
+    options?: ResumeOptions
   ) => Effect.Effect<
     Resumed<Schema.Schema.Type<S>>,
-    CheckpointNotFound | RequestPending | AlreadyResumed | CheckpointInvalid | PersistenceError,
+    CheckpointNotFound | RequestPending | CheckpointClaimed | AlreadyResumed | CheckpointInvalid | PersistenceError,
     Schema.Schema.Context<S>
   >
+  /**
+   * Marks the resume done, for the lease's owner (again: no-op). Fails with `CheckpointClaimed`
+   * when the lease ran out and another owner took it, `AlreadyResumed` when another completed it.
+   */
+  readonly complete: (
+    token: string,
+    lease: Lease
+  ) => Effect.Effect<void, CheckpointNotFound | CheckpointClaimed | AlreadyResumed | PersistenceError>
+  /** Checkpoints at this wait point not completed yet (pending, answered or claimed), oldest first. */
+  readonly open: <S extends Schema.Schema.Any>(
+    checkpoint: Checkpoint<S>
+  ) => Effect.Effect<ReadonlyArray<{ readonly token: Token; readonly requestIds: ReadonlyArray<string> }>, PersistenceError>
 }
 
 /**
@@ -126,13 +174,16 @@ export class Checkpoints extends Context.Tag("@tool-gate/core/Checkpoints")<Chec
 
 const tokenFor = (): Token => `cp_${crypto.randomUUID()}` as Token
 
+const sameRequests = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && a.every((id) => b.includes(id))
+
 /**
  * @since 0.1.0
  * @category constructors
  */
-export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGate> = Effect.gen(function*() {
+export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGate.ToolGate> = Effect.gen(function*() {
   const store = yield* CheckpointStore
-  const gate = yield* ToolGate
+  const gate = yield* ToolGate.ToolGate
 
   const lookup = (token: string, name?: string) =>
     Effect.flatMap(store.find({ token }), (row) =>
@@ -157,12 +208,18 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         requestIds: [...requestIds],
         createdAt: yield* Clock.currentTimeMillis
       })
-      if (!saved) {
-        return yield* new CheckpointInvalid({
-          problems: [{ path: "requestIds", message: "a request already belongs to another checkpoint" }]
-        })
+      if (saved) return token
+      // A retried turn saves the same requests again: it gets the checkpoint the first try saved.
+      const existing = yield* store.find({ requestId: requestIds[0]! })
+      if (
+        Option.isSome(existing) && existing.value.name === checkpoint.name &&
+        sameRequests(existing.value.requestIds, requestIds)
+      ) {
+        return existing.value.token as Token
       }
-      return token
+      return yield* new CheckpointInvalid({
+        problems: [{ path: "requestIds", message: "a request already belongs to another checkpoint" }]
+      })
     })
 
   const find = (requestId: string) =>
@@ -171,10 +228,19 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         ? Effect.succeed(row.value.token as Token)
         : Effect.fail(new CheckpointNotFound({ token: requestId })))
 
-  const resume: Service["resume"] = (checkpoint, token) =>
+  /** Why `owner` could not claim or complete the checkpoint, read after the conditional update. */
+  const refusal = (token: string, owner: string) =>
+    Effect.flatMap(lookup(token), (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
+      row.completedAt !== undefined
+        ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
+        : row.claimedBy !== undefined && row.claimedBy !== owner
+        ? Effect.fail(new CheckpointClaimed({ token, owner: row.claimedBy, until: row.claimedUntil ?? 0 }))
+        : Effect.dieMessage(`checkpoint ${token}: ${owner} completes a resume it never claimed`))
+
+  const resume: Service["resume"] = (checkpoint, token, options) =>
     Effect.gen(function*() {
       const row = yield* lookup(token, checkpoint.name)
-      if (row.resumedAt !== undefined) return yield* new AlreadyResumed({ token, resumedAt: row.resumedAt })
+      if (row.completedAt !== undefined) return yield* new AlreadyResumed({ token, resumedAt: row.completedAt })
       const requests = yield* Effect.forEach(row.requestIds, (requestId) =>
         gate.resume(requestId).pipe(
           Effect.catchTag("RequestNotFound", () => Effect.die(`checkpoint ${token} names a missing request ${requestId}`))
@@ -183,18 +249,45 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
       )
       const now = yield* Clock.currentTimeMillis
-      if (!(yield* store.markResumed(token, now))) {
-        const again = yield* lookup(token)
-        return yield* new AlreadyResumed({ token, resumedAt: again.resumedAt ?? now })
+      const lease: Lease = {
+        owner: options?.owner ?? `own_${crypto.randomUUID()}`,
+        until: now + Duration.toMillis(options?.lease ?? "5 minutes")
       }
-      return { token: token as Token, state, requests }
+      if (!(yield* store.claim(token, lease.owner, now, lease.until))) return yield* refusal(token, lease.owner)
+      return { token: token as Token, state, requests, lease }
     })
 
-  return Checkpoints.of({ save, find, resume })
+  const complete: Service["complete"] = (token, lease) =>
+    Effect.gen(function*() {
+      if (yield* store.complete(token, lease.owner, yield* Clock.currentTimeMillis)) return
+      const row = yield* lookup(token)
+      if (row.completedAt !== undefined && row.claimedBy === lease.owner) return
+      return yield* refusal(token, lease.owner)
+    })
+
+  const open: Service["open"] = (checkpoint) =>
+    Effect.map(
+      store.open(checkpoint.name),
+      (rows) => rows.map((row) => ({ token: row.token as Token, requestIds: row.requestIds }))
+    )
+
+  return Checkpoints.of({ save, find, resume, complete, open })
 })
 
 /**
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Checkpoints, never, CheckpointStore | ToolGate> = Layer.effect(Checkpoints, makeService)
+export const layer: Layer.Layer<Checkpoints, never, CheckpointStore | ToolGate.ToolGate> = Layer.effect(Checkpoints, makeService)
+
+/**
+ * The gate and checkpoints over their stores: what the SQLite and PostgreSQL layers (and tests
+ * on any store) provide to a pipeline.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWithGate = (
+  options: ToolGate.Options
+): Layer.Layer<ToolGate.ToolGate | Checkpoints, PersistenceError, ApprovalStore | CheckpointStore> =>
+  layer.pipe(Layer.provideMerge(ToolGate.layer(options)))

@@ -30,7 +30,11 @@ export interface Row {
   readonly state: string
   readonly requestIds: ReadonlyArray<string>
   readonly createdAt: number
-  readonly resumedAt?: number | undefined
+  /** who holds (or last held) the resume lease, and until when */
+  readonly claimedBy?: string | undefined
+  readonly claimedUntil?: number | undefined
+  /** when the resume was completed: the checkpoint is done */
+  readonly completedAt?: number | undefined
 }
 
 /**
@@ -43,8 +47,15 @@ export interface Service {
   readonly find: (
     by: { readonly token: string } | { readonly requestId: string }
   ) => Effect.Effect<Option.Option<Row>, PersistenceError>
-  /** `true` for the one caller that resumes it. */
-  readonly markResumed: (token: string, at: number) => Effect.Effect<boolean, PersistenceError>
+  /**
+   * `true` when `owner` now holds the lease until `until`: the checkpoint is not completed and
+   * nobody else holds a lease still running at `now` (the owner may renew its own).
+   */
+  readonly claim: (token: string, owner: string, now: number, until: number) => Effect.Effect<boolean, PersistenceError>
+  /** `true` when `owner` held the lease and the checkpoint was not completed: now it is. */
+  readonly complete: (token: string, owner: string, at: number) => Effect.Effect<boolean, PersistenceError>
+  /** Checkpoints at the wait point `name` not completed yet, oldest first. */
+  readonly open: (name: string) => Effect.Effect<ReadonlyArray<Row>, PersistenceError>
 }
 
 /**
@@ -73,13 +84,23 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         const token = "token" in by ? by.token : byRequest.get(by.requestId)
         return Option.fromNullable(token === undefined ? undefined : rows.get(token))
       }),
-    markResumed: (token, at) =>
+    claim: (token, owner, now, until) =>
       Effect.sync(() => {
         const row = rows.get(token)
-        if (row === undefined || row.resumedAt !== undefined) return false
-        rows.set(token, { ...row, resumedAt: at })
+        if (row === undefined || row.completedAt !== undefined) return false
+        if (row.claimedBy !== undefined && row.claimedBy !== owner && row.claimedUntil! > now) return false
+        rows.set(token, { ...row, claimedBy: owner, claimedUntil: until })
         return true
-      })
+      }),
+    complete: (token, owner, at) =>
+      Effect.sync(() => {
+        const row = rows.get(token)
+        if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner) return false
+        rows.set(token, { ...row, completedAt: at })
+        return true
+      }),
+    open: (name) =>
+      Effect.sync(() => [...rows.values()].filter((row) => row.name === name && row.completedAt === undefined))
   }
 })
 

@@ -1,7 +1,8 @@
 /**
  * Checkpoints in SQL, in the same database as the approval store (SQLite or PostgreSQL), with
- * their own migrations. "A request belongs to one checkpoint" and "resumed once" are enforced by
- * the database: a primary key on the request id and a conditional update.
+ * their own migrations. "A request belongs to one checkpoint", "one lease holder at a time" and
+ * "completed once" are enforced by the database: a primary key on the request id and conditional
+ * updates.
  *
  * @example
  * import { SqliteClient } from "@effect/sql-sqlite-bun"
@@ -37,6 +38,8 @@ const decodeRows = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   state: Schema.String,
   request_ids: Schema.parseJson(Schema.Array(Schema.String)),
   created_at: DbInt,
+  claimed_by: Schema.NullOr(Schema.String),
+  claimed_until: Schema.NullOr(DbInt),
   resumed_at: Schema.NullOr(DbInt)
 })))
 
@@ -82,20 +85,29 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
             request_id TEXT PRIMARY KEY,
             token TEXT NOT NULL
           )`
+        }),
+        // `resumed_at` (0001's name) now means "completed"; the lease says who is resuming it.
+        "0002_resume_lease": Effect.gen(function*() {
+          yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_by TEXT`
+          yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_until BIGINT`
+          yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${checkpoints}_open`)} ON ${sql(checkpoints)} (name, created_at)
+            WHERE resumed_at IS NULL`
         })
       })
     }).pipe(boundary("migrate checkpoints"), Effect.retry({ times: 3 }))
 
     const read = (rows: ReadonlyArray<unknown>) =>
       Effect.map(decodeRows(rows), (decoded) =>
-        Option.map(Option.fromNullable(decoded[0]), (row): Row => ({
+        decoded.map((row): Row => ({
           token: row.token,
           name: row.name,
           state: row.state,
           requestIds: row.request_ids,
           createdAt: row.created_at,
-          ...(row.resumed_at !== null ? { resumedAt: row.resumed_at } : {})
+          ...(row.claimed_by !== null ? { claimedBy: row.claimed_by, claimedUntil: row.claimed_until! } : {}),
+          ...(row.resumed_at !== null ? { completedAt: row.resumed_at } : {})
         })))
+    const readOne = (rows: ReadonlyArray<unknown>) => Effect.map(read(rows), (decoded) => Option.fromNullable(decoded[0]))
 
     return CheckpointStore.of({
       save: (row) =>
@@ -123,10 +135,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
         ("token" in by
           ? sql`SELECT * FROM ${sql(checkpoints)} WHERE token = ${by.token}`
           : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${sql(owners)} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
-          .pipe(Effect.flatMap(read), boundary("find checkpoint")),
-      markResumed: (token, at) =>
-        sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at} WHERE token = ${token} AND resumed_at IS NULL RETURNING token`
-          .pipe(Effect.map((rows) => rows.length === 1), boundary("resume checkpoint"))
+          .pipe(Effect.flatMap(readOne), boundary("find checkpoint")),
+      claim: (token, owner, now, until) =>
+        sql`UPDATE ${sql(checkpoints)} SET claimed_by = ${owner}, claimed_until = ${until}
+          WHERE token = ${token} AND resumed_at IS NULL
+            AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
+          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("claim checkpoint")),
+      complete: (token, owner, at) =>
+        sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at}
+          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner}
+          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("complete checkpoint")),
+      open: (name) =>
+        sql`SELECT * FROM ${sql(checkpoints)} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
+          .pipe(Effect.flatMap(read), boundary("list open checkpoints"))
     })
   })
 

@@ -249,7 +249,8 @@ export class CheckpointNotFound extends Schema.TaggedError<CheckpointNotFound>()
 }
 
 /**
- * A checkpoint resumes once; the pipeline that resumed it owns what follows.
+ * A checkpoint resumes once: its resume was completed (`Checkpoints.complete`); the pipeline that
+ * completed it owns what follows.
  *
  * @since 0.1.0
  * @category errors
@@ -261,6 +262,25 @@ export class AlreadyResumed extends Schema.TaggedError<AlreadyResumed>()(
 ) {
   override get message(): string {
     return `Checkpoint ${this.token} was already resumed at ${new Date(this.resumedAt).toISOString()}`
+  }
+}
+
+/**
+ * Another owner holds the checkpoint's resume lease. Unlike `AlreadyResumed` this may pass: if
+ * that owner crashes and does not complete, the checkpoint can be claimed again after `until`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CheckpointClaimed extends Schema.TaggedError<CheckpointClaimed>()(
+  "CheckpointClaimed",
+  { token: Schema.String, owner: Schema.String, until: Schema.Number },
+  HttpApiSchema.annotations({ status: 409 })
+) {
+  override get message(): string {
+    return `Checkpoint ${this.token} is being resumed by ${this.owner} (lease until ${
+      new Date(this.until).toISOString()
+    }); it can be claimed again after that if it is not completed`
   }
 }
 

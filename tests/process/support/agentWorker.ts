@@ -4,7 +4,8 @@
  *
  *   run     DB [TTL_MS]                     start the conversation: "paused" (token, requests) or "completed"
  *   answer  DB REQUEST_ID DECISION [REASON]  answer one request as "ops": "answered" or "refused"
- *   resume  DB TOKEN                        "completed" (text, turns), "paused", or "refused" (the error's tag)
+ *   resume  DB TOKEN [OWNER]                "completed" (text, turns), "paused", or "refused" (the error's tag)
+ *   crash   DB TOKEN OWNER                  resume as OWNER and die (SIGKILL) right after a tool ran ("ran")
  */
 import { ToolGate } from "@tool-gate/core"
 import { Effect, Either } from "effect"
@@ -23,8 +24,13 @@ const report = (result: import("@tool-gate/ai").AgentLoop.Result) =>
     })
     : say({ event: "completed", text: result.text, turns: result.turns })
 
+const dieAfterRun = (step: import("@tool-gate/ai").AgentLoop.Step) =>
+  step._tag === "CallHandled" && step.outcome._tag === "Ran"
+    ? Effect.zipRight(say({ event: "ran", tool: step.call.name }), Effect.sync(() => process.kill(process.pid, "SIGKILL")))
+    : Effect.void
+
 const program = Effect.gen(function*() {
-  const loop = agent()
+  const loop = agent(command === "crash" ? dieAfterRun : undefined)
   switch (command) {
     case "run":
       return yield* report(yield* loop.run(task, { sessionKey: "release", agentId: "release-bot", intentId: "ship" }))
@@ -40,8 +46,10 @@ const program = Effect.gen(function*() {
         ? say({ event: "answered", status: answered.right.status })
         : say({ event: "refused", error: answered.left._tag })
     }
-    case "resume": {
-      const resumed = yield* Effect.either(loop.resume(rest[0]!))
+    case "resume":
+    case "crash": {
+      const [token, owner] = rest as [string, string | undefined]
+      const resumed = yield* Effect.either(loop.resume(token, { owner }))
       return yield* Either.isRight(resumed) ? report(resumed.right) : say({ event: "refused", error: resumed.left._tag })
     }
     default:

@@ -86,6 +86,32 @@ describe("AgentLoop over a gated toolkit", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.scoped("a resume that dies mid-turn is retried after its lease: the approved call never runs twice", () => {
+    let crashes = 1
+    const { layer, ran } = world([{ toolCalls: [deploy("c1", "production")] }, (prompt) => {
+      // the model's reply after the deploy: the first attempt dies here, as a process would
+      if (crashes-- > 0) throw new Error("process died")
+      return reportSeen(prompt)
+    }])
+    return Effect.gen(function*() {
+      const gate = yield* ToolGate.ToolGate
+      const { requests, token } = paused(yield* agent.run("ship it", session))
+      yield* gate.respond(requests[0]!.requestId, { decision: "approve_once" })
+      const died = yield* Effect.exit(agent.resume(token, { owner: "worker-a", lease: "1 minute" }))
+      expect(died).toMatchObject({ _tag: "Failure", cause: { _tag: "Die" } })
+      expect(ran).toHaveLength(1)
+      // Not completed: while worker-a's lease runs, others are told who holds it; after it, one takes over.
+      const waiting = yield* Effect.exit(agent.resume(token, { owner: "worker-b" }))
+      expect(waiting).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "CheckpointClaimed", owner: "worker-a" } } })
+      yield* TestClock.adjust("61 seconds")
+      const [result] = seen(completed(yield* agent.resume(token, { owner: "worker-b" })).text)
+      expect(result).toMatchObject({ id: "c1", isFailure: true, result: { interrupted: true } })
+      expect(ran).toHaveLength(1)
+      const again = yield* Effect.exit(agent.resume(token, { owner: "worker-b" }))
+      expect(again).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "AlreadyResumed" } } })
+    }).pipe(Effect.provide(layer))
+  })
+
   it.scoped("a human's denial reaches the model with the human's reason; the tool never runs", () => {
     const { layer, ran, resumed } = answeredDeploy({ decision: "deny", reason: "Freeze until Monday." })
     return Effect.gen(function*() {

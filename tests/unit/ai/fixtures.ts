@@ -39,7 +39,7 @@ export const userText = (prompt: Prompt.Prompt): string => {
 }
 
 /** A final step whose text is the JSON of the tool results the model read back. */
-export const reportSeen: ScriptedModel.Step = (prompt) => ({
+export const reportSeen = (prompt: Prompt.Prompt): ScriptedModel.Reply => ({
   text: JSON.stringify(
     ScriptedModel.lastToolResults(prompt).map((part) => ({
       id: part.id,
