@@ -1,0 +1,393 @@
+/**
+ * Load: the approval server answering, listing and streaming at once, on loopback.
+ *
+ * A real server (`Server.layer`: Node's HTTP server through @effect/platform-node) runs in a
+ * process of its own over a SQLite file (WAL) in a temp dir, then over PostgreSQL when
+ * TOOLGATE_PG_URL is set (a fresh schema), and pre-creates N pending requests through `ToolGate`,
+ * spread over SESSIONS sessions. This process opens K SSE clients on `/audit/stream` (half replay
+ * the log from the start, so replay meets live events under load; half start after the last
+ * event before the load) and runs two autocannon instances at once: one answers every request by
+ * id (approve once / approve for session / deny in turn), plus a conflicting second answer to
+ * one request in ten, each of which must get 409; the other reads
+ * `/approvals/pending?sessionKey=` round the sessions until the answers are done.
+ *
+ * Then it checks: no error and no status but 2xx and the deliberate 409s; every request answered
+ * exactly once, as its 2xx response said (the store's request and one `approval.resolved` event
+ * each); every SSE client received every event of the log after its start exactly once, in seq
+ * order. One JSON line per store.
+ *
+ * Bounded: N answers plus N/10 conflicts, reads stop with the answers, 10 s per request, and a
+ * run fails after LOAD_DEADLINE_S.
+ *
+ *   bun bench/load.ts                 LOAD_REQUESTS=4000 LOAD_SSE_CLIENTS=8 by default
+ */
+import { HttpServer } from "@effect/platform"
+import { type ApprovalRequest, ApprovalStore, type AuditEvent, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
+import { type Auth, Server } from "@tool-gate/server"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import autocannon from "autocannon"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { pgSchema } from "../tests/support/sqlStores.js"
+
+const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 4000)
+const SSE_CLIENTS = Number(process.env.LOAD_SSE_CLIENTS ?? 8)
+const SESSIONS = 50
+const DEADLINE_S = Number(process.env.LOAD_DEADLINE_S ?? 120)
+
+export const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
+
+export const token = "load-approver-token-0123456789"
+export const tokens: ReadonlyArray<Auth.TokenConfig> = [{ token, name: "load", role: "approver" }]
+
+const sessionKey = (i: number, sessions: number) => `load-${i % sessions}`
+
+/** Pre-creates `count` pending requests over `sessions` sessions; their ids, in order. */
+export const createPending = (gate: ToolGate.Service, count: number, sessions: number) =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => i),
+    (i) =>
+      Effect.flatMap(
+        gate.authorize({ id: `load-${i}`, name: "bash", sessionKey: sessionKey(i, sessions), args: { command: `make ${i}` } }),
+        (result) =>
+          PauseSignal.isPauseSignal(result) ? Effect.succeed(result.requestId) : Effect.die(`expected a pause for load-${i}`)
+      ),
+    { concurrency: 8 }
+  )
+
+export interface Options {
+  readonly url: string
+  readonly token: string
+  /** the pending requests to answer, all in sessions `load-0` .. `load-{sessions - 1}` */
+  readonly requestIds: ReadonlyArray<ApprovalRequest.RequestId>
+  readonly sessions: number
+  /** the last seq before the load */
+  readonly afterSeq: number
+  readonly sseClients: number
+  readonly answerConnections?: number
+  readonly readConnections?: number
+}
+
+type Decision = "approve_once" | "approve_session" | "deny"
+
+interface Answer {
+  readonly requestId: string
+  readonly decision: Decision
+  /** a deliberate second answer that disagrees with the first: 409 expected */
+  readonly conflict: boolean
+}
+
+const decisions: ReadonlyArray<Decision> = ["approve_once", "approve_session", "deny"]
+
+const answersFor = (requestIds: ReadonlyArray<string>): Array<Answer> => {
+  const first = requestIds.map((requestId, i): Answer => ({ requestId, decision: decisions[i % 3]!, conflict: false }))
+  // After every first answer, so each is (almost surely) answered by then; if a conflict still
+  // wins the race, the first answer gets the 409 instead and the counts are the same.
+  const conflicts = first.filter((_, i) => i % 10 === 0).map((answer): Answer => ({
+    ...answer,
+    decision: answer.decision === "deny" ? "approve_once" : "deny",
+    conflict: true
+  }))
+  return [...first, ...conflicts]
+}
+
+const bodyOf = (answer: Answer) =>
+  JSON.stringify(answer.decision === "deny" ? { decision: "deny", reason: "load test" } : { decision: answer.decision })
+
+interface StreamClient {
+  readonly afterSeq: number
+  /** `seq` of each event received, in arrival order */
+  readonly seqs: Array<number>
+  /** protocol faults: a bad status, an `id:` that is not the event's seq, an early end */
+  readonly faults: Array<string>
+  readonly close: () => void
+}
+
+/** An SSE client reading `/audit/stream` as fast as events come (an EventSource would). */
+const openStream = async (url: string, bearer: string, afterSeq: number): Promise<StreamClient> => {
+  const controller = new AbortController()
+  const response = await fetch(`${url}/audit/stream?afterSeq=${afterSeq}`, {
+    headers: { accept: "text/event-stream", authorization: `Bearer ${bearer}` },
+    signal: controller.signal
+  })
+  const client: StreamClient = { afterSeq, seqs: [], faults: [], close: () => controller.abort() }
+  if (response.status !== 200 || response.body === null) {
+    client.faults.push(`status ${response.status}`)
+    return client
+  }
+  const reader = response.body.getReader()
+  const decoder = new TextDecoder()
+  void (async () => {
+    let buffer = ""
+    for (;;) {
+      const chunk = await reader.read()
+      if (chunk.done) return client.faults.push("the stream ended")
+      buffer += decoder.decode(chunk.value, { stream: true })
+      let end: number
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        let id: string | undefined
+        let data: string | undefined
+        for (const line of buffer.slice(0, end).split("\n")) {
+          if (line.startsWith("id:")) id = line.slice(3).trim()
+          else if (line.startsWith("data:")) data = line.slice(5).trim()
+        }
+        buffer = buffer.slice(end + 2)
+        if (data === undefined) continue // `retry:` or a keep-alive comment
+        const event = JSON.parse(data) as AuditEvent.AuditEvent
+        if (id !== String(event.seq)) client.faults.push(`id ${id} on event ${event.seq}`)
+        client.seqs.push(event.seq)
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!controller.signal.aborted) client.faults.push(String(error))
+  })
+  return client
+}
+
+const percentile = (xs: ReadonlyArray<number>, p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100
+}
+
+/** What the HTTP side saw. Latencies are measured here, from building a request to its response. */
+const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
+  const headers = { authorization: `Bearer ${options.token}`, "content-type": "application/json" }
+  const won = new Map<string, Decision>()
+  let wonTwice = 0
+  let conflicts409 = 0
+  const unexpected: Array<string> = []
+  const answerMs: Array<number> = []
+  const readMs: Array<number> = []
+  let nextAnswer = 0
+  let nextRead = 0
+  let answering = true
+
+  const started = performance.now()
+  const reads = autocannon({
+    url: options.url,
+    connections: options.readConnections ?? 4,
+    duration: DEADLINE_S,
+    timeout: 10,
+    headers,
+    requests: [{
+      method: "GET",
+      setupRequest: (request, context) => {
+        context.sentAt = performance.now()
+        return { ...request, path: `/approvals/pending?sessionKey=${sessionKey(nextRead++, options.sessions)}` }
+      },
+      onResponse: (status, body, context) => {
+        if (!answering) return
+        readMs.push(performance.now() - (context.sentAt as number))
+        if (status !== 200) unexpected.push(`read ${status} ${body.slice(0, 200)}`)
+      }
+    }]
+  })
+  const answered = await autocannon({
+    url: options.url,
+    connections: options.answerConnections ?? 16,
+    amount: answers.length,
+    timeout: 10,
+    headers,
+    requests: [{
+      method: "POST",
+      setupRequest: (request, context) => {
+        const answer = answers[nextAnswer++]
+        if (answer === undefined) throw new Error("autocannon sent more answers than it was given")
+        context.answer = answer
+        context.sentAt = performance.now()
+        return { ...request, path: `/approvals/${answer.requestId}/respond`, body: bodyOf(answer) }
+      },
+      onResponse: (status, body, context) => {
+        answerMs.push(performance.now() - (context.sentAt as number))
+        const answer = context.answer as Answer
+        if (status === 200) {
+          const decision = (JSON.parse(body) as { resolution?: { decision?: Decision } }).resolution?.decision
+          if (won.has(answer.requestId)) wonTwice++
+          won.set(answer.requestId, decision!)
+        } else if (status === 409) {
+          conflicts409++
+        } else {
+          unexpected.push(`answer ${status} ${body.slice(0, 200)}`)
+        }
+      }
+    }]
+  })
+  const seconds = (performance.now() - started) / 1000
+  answering = false
+  reads.stop()
+  const read = await reads
+  return {
+    seconds,
+    won,
+    wonTwice,
+    conflicts409,
+    unexpected,
+    answerMs,
+    readMs,
+    transportErrors: answered.errors + answered.timeouts + read.errors + read.timeouts
+  }
+}
+
+/**
+ * Opens the SSE clients, runs the answers and reads, waits for the clients to catch up with the
+ * log, and checks everything against the store in context (the server's own, or another
+ * connection to the same database).
+ */
+export const runLoad = (options: Options) =>
+  Effect.gen(function*() {
+    const store = yield* ApprovalStore.ApprovalStore
+    const streams = yield* Effect.acquireRelease(
+      Effect.promise(() =>
+        Promise.all(
+          Array.from({ length: options.sseClients }, (_, i) =>
+            openStream(options.url, options.token, i % 2 === 0 ? 0 : options.afterSeq))
+        )
+      ),
+      (streams) => Effect.sync(() => streams.forEach((stream) => stream.close()))
+    )
+    const answers = answersFor(options.requestIds)
+    const http = yield* Effect.promise(() => hammer(options, answers))
+
+    const lastSeq = yield* store.lastSeq
+    yield* Effect.promise(async () => {
+      const until = performance.now() + 30_000
+      while (performance.now() < until && streams.some((s) => s.faults.length === 0 && (s.seqs.at(-1) ?? 0) < lastSeq)) {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    })
+    const log = yield* store.events()
+
+    let lostEvents = 0
+    let duplicateEvents = 0
+    let outOfOrderEvents = 0
+    let streamFaults = 0
+    for (const stream of streams) {
+      const expected = log.filter((event) => event.seq > stream.afterSeq && event.seq <= lastSeq).map((event) => event.seq)
+      const received = new Set(stream.seqs)
+      lostEvents += expected.filter((seq) => !received.has(seq)).length
+      duplicateEvents += stream.seqs.length - received.size
+      outOfOrderEvents += stream.seqs.filter((seq, i) => i > 0 && seq <= stream.seqs[i - 1]!).length
+      streamFaults += stream.faults.length
+      if (stream.faults.length > 0) console.error(`SSE client after ${stream.afterSeq}: ${stream.faults.join("; ")}`)
+    }
+
+    const resolvedEvents = new Map<string, number>()
+    for (const event of log) {
+      if (event.type === "approval.resolved") resolvedEvents.set(event.requestId!, (resolvedEvents.get(event.requestId!) ?? 0) + 1)
+    }
+    let unanswered = 0
+    let wrongAnswer = 0
+    for (const requestId of options.requestIds) {
+      const request = yield* store.getRequest(requestId)
+      const decision = request._tag === "Some" ? request.value.resolution?.decision : undefined
+      if (decision === undefined || !resolvedEvents.has(requestId)) unanswered++
+      else if (decision !== http.won.get(requestId)) wrongAnswer++
+    }
+    const doubleApplied = [...resolvedEvents.values()].filter((n) => n > 1).length + http.wonTwice
+    const conflictsSent = answers.length - options.requestIds.length
+    for (const line of http.unexpected.slice(0, 5)) console.error(line)
+
+    return {
+      requests: options.requestIds.length,
+      sseClients: options.sseClients,
+      reqPerSec: Math.round((http.answerMs.length + http.readMs.length) / http.seconds),
+      answeredPerSec: Math.round(options.requestIds.length / http.seconds),
+      answerP50ms: percentile(http.answerMs, 0.5),
+      answerP99ms: percentile(http.answerMs, 0.99),
+      reads: http.readMs.length,
+      readP50ms: percentile(http.readMs, 0.5),
+      readP99ms: percentile(http.readMs, 0.99),
+      conflictsSent,
+      conflicts409: http.conflicts409,
+      errors: http.transportErrors + http.unexpected.length + Math.abs(http.conflicts409 - conflictsSent) + streamFaults,
+      lostEvents,
+      duplicateEvents,
+      outOfOrderEvents,
+      unanswered,
+      doubleApplied,
+      answeredExactlyOnce: unanswered === 0 && doubleApplied === 0 && wrongAnswer === 0
+    }
+  }).pipe(
+    Effect.scoped,
+    Effect.timeoutFail({ duration: `${DEADLINE_S} seconds`, onTimeout: () => new Error(`the load run took over ${DEADLINE_S} s`) })
+  )
+
+interface Ready {
+  readonly url: string
+  readonly requestIds: ReadonlyArray<ApprovalRequest.RequestId>
+  readonly afterSeq: number
+}
+
+/** The server process: `bun bench/load.ts serve sqlite FILE` or `serve pg URL`; prints a `Ready` line. */
+const serve = (kind: string, target: string) =>
+  Effect.gen(function*() {
+    const gateLayer = kind === "pg"
+      ? ToolGatePg.layer({ url: Redacted.make(target), policy })
+      : ToolGateSqlite.layer({ filename: target, policy })
+    const context = yield* Layer.build(Server.layer({ port: 0, tokens }).pipe(Layer.provideMerge(gateLayer)))
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
+    const requestIds = yield* createPending(Context.get(context, ToolGate.ToolGate), REQUESTS, SESSIONS)
+    const afterSeq = yield* Context.get(context, ApprovalStore.ApprovalStore).lastSeq
+    const ready: Ready = { url: `http://127.0.0.1:${address.port}`, requestIds, afterSeq }
+    console.log(JSON.stringify(ready))
+    return yield* Effect.never
+  }).pipe(Effect.scoped)
+
+/** Starts the server process, runs the load against it and checks through `storeLayer`. */
+const runAgainst = async <E>(
+  kind: "sqlite" | "pg",
+  target: string,
+  storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
+) => {
+  const child = Bun.spawn([process.execPath, import.meta.path, "serve", kind, target], {
+    stdout: "pipe",
+    stderr: "inherit",
+    env: process.env
+  })
+  try {
+    const reader = child.stdout.getReader()
+    const decoder = new TextDecoder()
+    let out = ""
+    while (!out.includes("\n")) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error(`the ${kind} server process ended before it was ready`)
+      out += decoder.decode(chunk.value, { stream: true })
+    }
+    const ready = JSON.parse(out.slice(0, out.indexOf("\n"))) as Ready
+    return await Effect.runPromise(
+      runLoad({ ...ready, token, sessions: SESSIONS, sseClients: SSE_CLIENTS }).pipe(Effect.provide(storeLayer))
+    )
+  } finally {
+    child.kill()
+    await child.exited
+  }
+}
+
+if (import.meta.main) {
+  if (process.argv[2] === "serve") {
+    await Effect.runPromise(serve(process.argv[3]!, process.argv[4]!))
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), "toolgate-load-"))
+    try {
+      const filename = join(dir, "load.db")
+      const figures = await runAgainst("sqlite", filename, ToolGateSqlite.layerStore({ filename }))
+      console.log(JSON.stringify({ workload: "Load SQLite", ...figures }))
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    const pg = process.env.TOOLGATE_PG_URL
+    if (pg) {
+      const figures = await Effect.runPromise(Effect.scoped(Effect.flatMap(pgSchema(pg), (url) =>
+        Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) }))))))
+      console.log(JSON.stringify({ workload: "Load PostgreSQL", ...figures }))
+    } else {
+      console.log(JSON.stringify({ workload: "Load PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
+    }
+    // a closed PgClient may still hold its LISTEN socket; the figures are out, so leave
+    process.exit(0)
+  }
+}
