@@ -19,7 +19,7 @@
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { ApprovalStore, CheckpointStore, ToolGateError } from "@tool-gate/core"
-import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
+import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate } from "@tool-gate/core"
 import { Layer, type Redacted } from "effect"
 
 /**
@@ -79,7 +79,4 @@ export const layer = (
   ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
   ToolGateError.PersistenceError
 > =>
-  Checkpoint.layer.pipe(
-    Layer.provideMerge(ToolGate.layer(options)),
-    Layer.provideMerge(layerStore(options))
-  )
+  Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))

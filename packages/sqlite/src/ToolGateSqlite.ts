@@ -23,7 +23,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore, CheckpointStore, ToolGateError } from "@tool-gate/core"
-import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
+import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate } from "@tool-gate/core"
 import { Clock, Context, Duration, Effect, Layer, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
@@ -128,7 +128,4 @@ export const layer = (
   ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
   ToolGateError.PersistenceError
 > =>
-  Checkpoint.layer.pipe(
-    Layer.provideMerge(ToolGate.layer(options)),
-    Layer.provideMerge(layerStore(options))
-  )
+  Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))
