@@ -701,6 +701,51 @@ export const toolGateSuite = <E>(
             "after:c3:RequireApproval"
           ])
         }))
+
+      test("a shadow (candidate) policy is never enforced; each call it would decide differently is audited as policy.shadow", () =>
+        Effect.gen(function*() {
+          const store = yield* ApprovalStore.ApprovalStore
+          // the candidate lets bash through, asks before ls, denies deploy; agrees on rm
+          const candidate = Policy.unsafeMake({
+            deny: ["rm", "deploy"],
+            requireApproval: ["ls"],
+            allow: ["bash", "read_file"]
+          })
+          const gate = yield* ToolGate.make({ policy, shadowPolicy: candidate }).pipe(
+            Effect.provideService(ApprovalStore.ApprovalStore, store)
+          )
+          expect(gate.shadowPolicy?.version).toBe(candidate.version)
+          const from = yield* store.lastSeq
+          // enforced: allow, deny, pause, pause, allow
+          expect((yield* gate.evaluate(call("c1", "ls")))._tag).toBe("Allow")
+          expect((yield* Effect.either(gate.authorize(call("c2", "rm"))))._tag).toBe("Left")
+          const paused = asPause(yield* gate.authorize(call("c3", "bash", "s1", { command: "make" })))
+          asPause(yield* gate.authorize(call("c4", "deploy")))
+          const readFile = yield* gate.authorize(call("c5", "read_file"))
+          expect(PauseSignal.isPauseSignal(readFile) ? "paused" : readFile._tag).toBe("Allowed")
+          const events = (yield* store.events({ afterSeq: from }))
+          const shadows = events.filter((e) => e.type === "policy.shadow")
+          expect(shadows.map((e) => [e.toolCallId, e.enforced, e.outcome, e.rule])).toEqual([
+            ["c1", "allow", "pending", "requireApproval[0]"],
+            ["c3", "pending", "allow", "allow[0]"],
+            ["c4", "pending", "deny", "deny[1]"]
+          ])
+          expect(shadows.every((e) => e.policyVersion === candidate.version)).toBe(true)
+          expect(shadows[1]!.requestId).toBe(paused.requestId)
+          expect(shadows[1]!.reason).toContain("candidate policy would allow")
+          // enforcement is the enforced policy's alone: one decision event per call, bash still pending
+          expect(events.filter((e) => e.type === "decision").map((e) => [e.toolCallId, e.outcome])).toEqual([
+            ["c1", "allow"],
+            ["c2", "deny"],
+            ["c5", "allow"]
+          ])
+          expect((yield* gate.pending()).map(callId)).toEqual(["c3", "c4"])
+          // without a candidate, no shadow events
+          const plain = yield* ToolGate.make({ policy }).pipe(Effect.provideService(ApprovalStore.ApprovalStore, store))
+          const before = yield* store.lastSeq
+          yield* plain.evaluate(call("c6", "ls"))
+          expect((yield* store.events({ afterSeq: before })).map((e) => e.type)).toEqual(["decision"])
+        }))
     })
   })
 }

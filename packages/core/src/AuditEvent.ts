@@ -21,6 +21,8 @@ import { RuleSource } from "./Decision.js"
  * - `approval.extended`: an operator extended the TTL
  * - `session.granted` / `session.revoked`: a session approval was recorded or revoked
  * - `approvals.cleared`: session approvals were cleared
+ * - `policy.shadow`: a candidate policy (dry run, `ToolGate.Options.shadowPolicy`) would have
+ *   decided this call differently; nothing was enforced by it
  *
  * @since 0.1.0
  * @category models
@@ -34,7 +36,8 @@ export const EventType = Schema.Literal(
   "approval.extended",
   "session.granted",
   "session.revoked",
-  "approvals.cleared"
+  "approvals.cleared",
+  "policy.shadow"
 )
 /**
  * @since 0.1.0
@@ -76,7 +79,9 @@ const fields = {
   editedArgs: Schema.optional(Schema.String),
   /** milliseconds from the request to this event (answers, expiry) */
   elapsedMs: Schema.optional(Schema.Number),
-  expiresAt: Schema.optional(Schema.Number)
+  expiresAt: Schema.optional(Schema.Number),
+  /** `policy.shadow`: what the enforced policy decided (`outcome`, `rule`, `policyVersion` are the candidate's) */
+  enforced: Schema.optional(Outcome)
 }
 
 /**

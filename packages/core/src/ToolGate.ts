@@ -76,6 +76,11 @@ export interface Hooks {
  */
 export interface Options {
   readonly policy: Policy
+  /**
+   * A candidate policy judged beside the enforced one and never enforced (dry run): every call
+   * for which it would decide differently gets a `policy.shadow` audit event.
+   */
+  readonly shadowPolicy?: Policy | undefined
   readonly hooks?: Hooks | undefined
   /** how often overdue requests are expired and warnings emitted (default 1 second) */
   readonly sweepInterval?: Duration.DurationInput | undefined
@@ -101,6 +106,7 @@ export type RespondError = RequestNotFound | AlreadyResolved | RequestExpired | 
  */
 export interface Service {
   readonly policy: Policy
+  readonly shadowPolicy: Policy | undefined
   /** The decision for a call (policy, then session approvals). Its only side effect is the audit event. */
   readonly evaluate: (call: ToolCall.ToolCallInput) => Effect.Effect<Decision.Decision, CallError>
   /**
@@ -234,6 +240,29 @@ const decisionEvent = (call: ToolCall.ToolCall, decision: Decision.Decision, at:
   return event
 }
 
+/**
+ * What the candidate policy would have done differently, or nothing: its outcome, rule and version,
+ * with the enforced outcome beside them.
+ */
+const shadowEvent = (
+  call: ToolCall.ToolCall,
+  enforced: Decision.Decision,
+  candidate: Decision.Decision,
+  at: number
+): AuditEvent.UnsequencedEvent | undefined => {
+  const outcome = Decision.outcome(candidate)
+  const was = Decision.outcome(enforced)
+  if (outcome === was) return undefined
+  return {
+    ...decisionEvent(call, candidate, at),
+    type: "policy.shadow",
+    enforced: was,
+    reason: `the candidate policy would ${outcome === "pending" ? "ask for approval" : outcome}` +
+      (candidate.rule !== undefined ? ` (rule ${candidate.rule.id})` : "") +
+      `; the enforced policy decided ${was === "pending" ? "to ask for approval" : was}`
+  }
+}
+
 const requestEventBase = (request: ApprovalRequest.ApprovalRequest) => ({
   ...callFields(request.toolCall),
   requestId: request.requestId,
@@ -265,6 +294,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
   Effect.gen(function*() {
     const store = yield* ApprovalStore
     const policy = options.policy
+    const shadowPolicy = options.shadowPolicy
     const hooks = options.hooks ?? {}
     const sweepInterval = Duration.decode(options.sweepInterval ?? "1 second")
     const warnBeforeMs = Duration.toMillis(options.warnBefore ?? "1 minute")
@@ -281,8 +311,13 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     const decodeCall = (input: ToolCall.ToolCallInput) => ToolCall.decode(input)
 
-    const decideWith = (projection: SessionIndex.SessionIndex, call: ToolCall.ToolCall, now: number): Decision.Decision => {
-      const decision = policy.evaluate(call)
+    const decideWith = (
+      projection: SessionIndex.SessionIndex,
+      call: ToolCall.ToolCall,
+      now: number,
+      judge: Policy = policy
+    ): Decision.Decision => {
+      const decision = judge.evaluate(call)
       if (decision._tag !== "RequireApproval") return decision
       const grant = SessionIndex.lookup(projection, call, now)
       if (grant === undefined) return decision
@@ -295,8 +330,28 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       } satisfies Decision.Allow
     }
 
-    const decide = (call: ToolCall.ToolCall, now: number): Effect.Effect<Decision.Decision> =>
-      Effect.map(Ref.get(index), (projection) => decideWith(projection, call, now))
+    /** The decision, and the `policy.shadow` event when a candidate policy disagrees with it. */
+    const decide = (
+      projection: SessionIndex.SessionIndex,
+      call: ToolCall.ToolCall,
+      now: number
+    ): readonly [Decision.Decision, AuditEvent.UnsequencedEvent | undefined] => {
+      const decision = decideWith(projection, call, now)
+      return [
+        decision,
+        shadowPolicy === undefined
+          ? undefined
+          : shadowEvent(call, decision, decideWith(projection, call, now, shadowPolicy), now)
+      ]
+    }
+
+    /** The decision event, and the shadow event when there is one. */
+    const decisionEvents = (
+      call: ToolCall.ToolCall,
+      decision: Decision.Decision,
+      shadow: AuditEvent.UnsequencedEvent | undefined,
+      now: number
+    ) => shadow === undefined ? [decisionEvent(call, decision, now)] : [decisionEvent(call, decision, now), shadow]
 
     const withHooks = (
       call: ToolCall.ToolCall,
@@ -313,8 +368,8 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         call,
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(Ref.get(index), (projection) => {
-            const decision = decideWith(projection, call, now)
-            return Effect.as(store.append([decisionEvent(call, decision, now)]), decision)
+            const [decision, shadow] = decide(projection, call, now)
+            return Effect.as(store.append(decisionEvents(call, decision, shadow, now)), decision)
           }))
       )
 
@@ -439,13 +494,17 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           yield* sameCall(recorded.value, call)
           return yield* fromRecorded(recorded.value, now)
         }
+        let shadow: AuditEvent.UnsequencedEvent | undefined
         const decision = yield* withHooks(
           call,
-          Effect.flatMap(decide(call, now), (decision): Effect.Effect<Decision.Decision, PersistenceError> =>
-            decision._tag === "RequireApproval" ? Effect.succeed(decision) : Effect.as(
-              store.append([decisionEvent(call, decision, now)]),
-              decision
-            ))
+          Effect.flatMap(Ref.get(index), (projection): Effect.Effect<Decision.Decision, PersistenceError> => {
+            const [decision, disagreement] = decide(projection, call, now)
+            shadow = disagreement
+            // a request's own event records a requireApproval decision (written with the request)
+            return decision._tag === "RequireApproval"
+              ? Effect.succeed(decision)
+              : Effect.as(store.append(decisionEvents(call, decision, disagreement, now)), decision)
+          })
         )
         switch (decision._tag) {
           case "Allow":
@@ -461,6 +520,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             })
           case "RequireApproval": {
             const request = yield* createRequest(call, decision, now)
+            if (shadow !== undefined) yield* store.append([{ ...shadow, requestId: request.requestId }])
             return yield* fromRecorded(request, now)
           }
         }
@@ -854,6 +914,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     return ToolGate.of({
       policy,
+      shadowPolicy,
       evaluate,
       authorize,
       gate,

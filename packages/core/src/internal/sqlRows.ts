@@ -132,7 +132,8 @@ const isRequest = (u: unknown) =>
 
 const eventKeys = onlyKeys([
   "at", "type", "outcome", "sessionKey", "toolCallId", "toolName", "requestId", "rule", "ruleSource",
-  "policyVersion", "reason", "actor", "via", "sessionApprovalId", "args", "editedArgs", "elapsedMs", "expiresAt"
+  "policyVersion", "reason", "actor", "via", "sessionApprovalId", "args", "editedArgs", "elapsedMs", "expiresAt",
+  "enforced"
 ])
 const isEvent = (u: unknown) =>
   isObject(u) && eventKeys(u) && isNumber(u.at) && isEventType(u.type) && isOutcome(u.outcome) &&
@@ -140,7 +141,8 @@ const isEvent = (u: unknown) =>
   optional(u.requestId, isString) && optional(u.rule, isString) && optional(u.ruleSource, isRuleSource) &&
   optional(u.policyVersion, isString) && optional(u.reason, isString) && optional(u.actor, isString) &&
   optional(u.via, isVia) && optional(u.sessionApprovalId, isString) && optional(u.args, isString) &&
-  optional(u.editedArgs, isString) && optional(u.elapsedMs, isNumber) && optional(u.expiresAt, isNumber)
+  optional(u.editedArgs, isString) && optional(u.elapsedMs, isNumber) && optional(u.expiresAt, isNumber) &&
+  optional(u.enforced, isOutcome)
 
 const approvalKeys = onlyKeys([
   "id", "sessionKey", "toolName", "scope", "argsDigest", "args", "workingDirectory", "grantedBy", "requestId",
