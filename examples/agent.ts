@@ -10,10 +10,12 @@
 import type { AgentLoop } from "@tool-gate/ai"
 import { ApprovalStore } from "@tool-gate/core"
 import { Console, Effect } from "effect"
+import { relative } from "node:path"
 import { auditTrail } from "./printAudit.js"
 import { agent, demoDb, layer, task } from "./release-agent.js"
 
 const json = (value: unknown) => JSON.stringify(value)
+const db = relative(process.cwd(), demoDb)
 
 const narrate = (step: AgentLoop.Step): Effect.Effect<void> => {
   if (step._tag === "ModelReplied") return Console.log(`model  : ${step.text}`)
@@ -39,8 +41,10 @@ const paused = (result: AgentLoop.Paused) =>
         `    ${signal.prompt}`,
         `    no answer by ${new Date(signal.expiresAt).toISOString()} (${signal.ttlMs / 1000} s) means deny`
       ]),
-      "answer from any process (once the CLI exists, `toolgate approve REQUEST_ID` does this):",
-      ...result.requests.map((signal) => `  bun examples/answer.ts ${signal.requestId} approve    (or: deny "why")`),
+      "answer from any process:",
+      ...result.requests.map((signal) =>
+        `  npx toolgate approve ${signal.requestId} --db ${db}    (or: npx toolgate deny ${signal.requestId} --reason "why" --db ${db})`
+      ),
       "then resume the agent:",
       `  bun examples/agent.ts resume ${result.token}`
     ].join("\n")

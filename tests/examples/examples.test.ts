@@ -38,12 +38,11 @@ describe("examples run as documented", () => {
         "gate   : Tool call call_drop (drop_database) denied by policy rule no-drops: Databases are dropped by a person, after a backup."
       )
       expect(first).toMatch(/Allow deploy \{"env":"production","version":"1\.2\.0"\} in session release-[0-9a-f]{8}\?/)
-      expect(first).toContain(`bun examples/answer.ts ${requestId} approve`)
-      expect(first).toContain("toolgate approve REQUEST_ID")
+      expect(first).toContain(`npx toolgate approve ${requestId} --db .toolgate/demo.db`)
       expect(first).not.toContain("deployed")
 
-      // 2: the answer, from its own process.
-      expect(answer).toContain(`$ bun examples/answer.ts ${requestId} approve`)
+      // 2: the answer, from its own process: the toolgate CLI under Node.
+      expect(answer).toContain(`$ npx toolgate approve ${requestId} --db .toolgate/demo.db`)
       expect(answer).toContain(`approved ${requestId} (deploy`)
 
       // 3: the resumed agent deploys once, the model reports what it read back, the audit trail ends it.

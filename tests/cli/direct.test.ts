@@ -1,0 +1,269 @@
+/**
+ * `toolgate` on the SQLite file (no server): every answering and reading command as a Node
+ * process, against requests an agent (this process's gate) created on the same file.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { execSync } from "node:child_process"
+import { type Fixture, fixture, run, start, toolgate, toolgateJson } from "./support/cli.js"
+
+let f: Fixture
+let db: Array<string>
+
+beforeAll(async () => {
+  f = await fixture()
+  db = ["--db", f.db]
+  // the first run builds the bundle; later runs reuse it
+  expect((await toolgate(["--version"])).code).toBe(0)
+}, 60_000)
+afterAll(() => f.close())
+
+const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({
+  id,
+  name: "bash",
+  sessionKey,
+  args: { command }
+})
+
+describe("toolgate on the SQLite file", () => {
+  test("--help on every command", async () => {
+    const commands = [
+      [],
+      ["serve"],
+      ["pending"],
+      ["approve"],
+      ["deny"],
+      ["extend"],
+      ["approvals"],
+      ["approvals", "list"],
+      ["approvals", "revoke"],
+      ["approvals", "clear"],
+      ["audit"],
+      ["policy"],
+      ["policy", "check"],
+      ["demo"]
+    ]
+    const results = await Promise.all(commands.map((command) => toolgate([...command, "--help"])))
+    results.forEach((result, i) => {
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain("USAGE")
+      // @effect/cli names a subcommand alone in its usage line
+      expect(result.stdout).toContain(`$ ${commands[i]!.at(-1) ?? "toolgate"}`)
+    })
+    expect(results[3]!.stdout).toContain("[--scope exact | tool] [--args JSON]")
+    expect(results[5]!.stdout).toContain("--ttl DURATION")
+  })
+
+  test("pending lists requests oldest first, per session or all, as text and JSON", async () => {
+    const first = await f.pause(bash("pend-1", "c1"))
+    const second = await f.pause({ ...bash("pend-2", "c2"), agentId: "bot", intentId: "ship" })
+
+    const text = await toolgate(["pending", ...db])
+    expect(text.code).toBe(0)
+    const lines = text.stdout.trim().split("\n")
+    const mine = lines.filter((line) => line.includes(first) || line.includes(second))
+    expect(mine).toHaveLength(2)
+    expect(mine[0]).toStartWith(`${first}  pend-1  bash {"command":"echo c1"}  rule=requireApproval[0]  expires in `)
+    expect(mine[1]).toContain("agent=bot  intent=ship")
+
+    const json = await toolgateJson(["pending", ...db, "--session", "pend-2"])
+    expect(json).toHaveLength(1)
+    expect(json[0]).toMatchObject({
+      requestId: second,
+      status: "pending",
+      toolCall: { id: "c2", name: "bash", sessionKey: "pend-2", args: { command: "echo c2" }, agentId: "bot" },
+      rule: { id: "requireApproval[0]", source: "requireApproval" }
+    })
+
+    const none = await toolgate(["pending", ...db, "--session", "nobody"])
+    expect(none.stdout.trim()).toBe("no pending approvals")
+    expect(await toolgateJson(["pending", ...db, "--session", "nobody"])).toEqual([])
+  })
+
+  test("approve once: applied exactly once; the same answer again is idempotent, a different one is refused (exit 4)", async () => {
+    const id = await f.pause(bash("once", "c1"))
+    const approved = await toolgate(["approve", id, ...db, "--actor", "ana"])
+    expect(approved).toMatchObject({ code: 0, stderr: "" })
+    expect(approved.stdout.trim()).toBe(`approved ${id} (bash {"command":"echo c1"}) by ana`)
+
+    const again = await toolgate(["approve", id, ...db, "--actor", "bob"])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain("by ana")
+
+    const denied = await toolgate(["deny", id, ...db, "--reason", "changed my mind"])
+    expect(denied.code).toBe(4)
+    expect(denied.stdout).toBe("")
+    expect(denied.stderr.trim()).toBe(`toolgate: Approval request ${id} was already approved by ana; this answer was not applied`)
+
+    const request = await run(f.gate.getRequest(id))
+    expect(request.resolution).toMatchObject({ status: "approved", decision: "approve_once", respondedBy: "ana" })
+    const audit = await toolgate(["audit", ...db, "--session", "once", "--json"])
+    expect(audit.stdout.split("\n").filter((line) => line.includes("\"approval.resolved\""))).toHaveLength(1)
+  })
+
+  test("the actor defaults to the OS user", async () => {
+    const id = await f.pause(bash("os-user", "c1"))
+    const json = await toolgateJson(["approve", id, ...db])
+    expect(json.resolution.respondedBy).toBe(execSync("id -un", { encoding: "utf8" }).trim())
+  })
+
+  test("deny with a reason, as JSON; the agent's waiter sees it", async () => {
+    const id = await f.pause(bash("deny", "c1"))
+    const json = await toolgateJson(["deny", id, ...db, "--reason", "not on a Friday", "--actor", "ana"])
+    expect(json).toMatchObject({ requestId: id, status: "denied", resolution: { reason: "not on a Friday", respondedBy: "ana" } })
+    const waited = await run(f.gate.awaitDecision(id))
+    expect(waited.status).toBe("denied")
+    const text = await toolgate(["deny", id, ...db, "--reason", "not on a Friday", "--actor", "ana"])
+    expect(text.stdout.trim()).toBe(`denied ${id} (bash {"command":"echo c1"}) by ana: not on a Friday`)
+  })
+
+  test("approve for the session with scope tool; approvals list, revoke and clear", async () => {
+    const id = await f.pause(bash("sess", "c1"))
+    const approved = await toolgate(["approve", id, ...db, "--session", "--scope", "tool", "--actor", "ana"])
+    expect(approved.code).toBe(0)
+    expect(approved.stdout).toMatch(/for the session \(session approval sa_[0-9a-f-]+\)/)
+
+    const [grant] = await toolgateJson(["approvals", "list", ...db, "--session", "sess"])
+    expect(grant).toMatchObject({ sessionKey: "sess", toolName: "bash", scope: "tool", grantedBy: "ana", requestId: id })
+    const listed = await toolgate(["approvals", "list", ...db, "--session", "sess"])
+    expect(listed.stdout.trim()).toStartWith(`${grant.id}  sess  bash  scope=tool  by=ana  request=${id}`)
+    expect((await run(f.gate.evaluate(bash("sess", "c2", "anything else"))))._tag).toBe("Allow")
+
+    // an id from another session is not found under this one
+    const elsewhere = await toolgate(["approvals", "revoke", grant.id, ...db, "--session", "other"])
+    expect(elsewhere.code).toBe(3)
+    expect(elsewhere.stderr.trim()).toBe(`toolgate: No active session approval with id ${grant.id}`)
+
+    const revoked = await toolgate(["approvals", "revoke", grant.id, ...db, "--session", "sess"])
+    expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session sess)`)
+    expect(await toolgateJson(["approvals", "list", ...db, "--session", "sess"])).toEqual([])
+    expect((await toolgate(["approvals", "list", ...db, "--session", "sess"])).stdout.trim()).toBe("no session approvals in sess")
+
+    const id2 = await f.pause(bash("sess", "c3"))
+    await toolgate(["approve", id2, ...db, "--session"])
+    const cleared = await toolgate(["approvals", "clear", ...db, "--session", "sess"])
+    expect(cleared).toMatchObject({ code: 0, stdout: "cleared 1 session approval(s) of sess\n" })
+  })
+
+  test("approve with edited arguments: judged by the policy again", async () => {
+    const id = await f.pause(bash("edit", "c1"))
+    const edited = await toolgateJson(["approve", id, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"echo safer\"}"])
+    expect(edited).toMatchObject({ status: "approved", resolution: { editedArgs: { command: "echo safer" } } })
+
+    const id2 = await f.pause(bash("edit", "c2"))
+    const refused = await toolgate(["approve", id2, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"rm -rf /\"}"])
+    expect(refused.code).toBe(0)
+    expect(refused.stdout).toContain(`denied ${id2}`)
+    expect(refused.stdout).toContain("edited arguments are denied by policy rule no-rm: never delete")
+  })
+
+  test("bad inputs: each a one-line message and exit 2, nothing applied", async () => {
+    const id = await f.pause(bash("bad", "c1"))
+    const cases: Array<[Array<string>, string]> = [
+      [["approve", id, ...db, "--args", "{\"command\": "], "--args is not valid JSON"],
+      [["approve", id, ...db, "--args", "[\"ls\"]"], "--args must be a JSON object of arguments"],
+      [["approve", id, ...db, "--args", "{\"command\":\"ls\"}"], "--args needs the policy (--policy FILE or TOOLGATE_POLICY)"],
+      [["approve", id, ...db, "--scope", "tool"], "--scope applies only with --session"],
+      [["approve", id, ...db, "--session", "--scope", "everything"], "Expected one of the following cases: exact, tool"],
+      [["extend", id, ...db, "--ttl", "soon"], "--ttl: expected a duration such as 90s, 10m, 2h"],
+      [["extend", id, ...db, "--ttl", "0s"], "--ttl: must be more than 0"],
+      [["extend", id, ...db, "--ttl", "90d"], "--ttl: must be more than 0 and at most 24d 20h"],
+      [["extend", id, ...db], "--ttl"],
+      [["audit", ...db, "--after", "-1"], "--after must be 0 or more"],
+      [["approve", ...db], "id"],
+      [["frobnicate"], "Invalid subcommand"],
+      [[], "missing command"]
+    ]
+    const results = await Promise.all(cases.map(([args]) => toolgate(args)))
+    results.forEach((result, i) => {
+      expect({ args: cases[i]![0], code: result.code }).toEqual({ args: cases[i]![0], code: 2 })
+      expect(result.stderr).toContain(cases[i]![1])
+      expect(result.stderr).not.toContain("    at ")
+    })
+    expect((await run(f.gate.getRequest(id))).status).toBe("pending")
+  })
+
+  test("unknown ids: exit 3", async () => {
+    for (const args of [["approve", "req_nope"], ["deny", "req_nope"], ["extend", "req_nope", "--ttl", "5m"]]) {
+      const result = await toolgate([...args, ...db])
+      expect(result.code).toBe(3)
+      expect(result.stderr.trim()).toBe("toolgate: No approval request with id req_nope")
+    }
+  })
+
+  test("expired: a late answer or extension is refused with exit 5, recorded as expired", async () => {
+    const id = await f.pause({ id: "q1", name: "quick", sessionKey: "late" })
+    await Bun.sleep(100)
+    const late = await toolgate(["approve", id, ...db])
+    expect(late.code).toBe(5)
+    expect(late.stderr.trim()).toMatch(new RegExp(`^toolgate: Approval request ${id} expired at \\S+Z; late answers are refused$`))
+    expect((await toolgate(["extend", id, ...db, "--ttl", "10m"])).code).toBe(5)
+    expect((await run(f.gate.getRequest(id))).status).toBe("expired")
+  })
+
+  test("extend gives a pending request more time; an answered one is refused (exit 4)", async () => {
+    const id = await f.pause(bash("ext", "c1"))
+    const before = (await run(f.gate.getRequest(id))).expiresAt
+    const extended = await toolgateJson(["extend", id, ...db, "--ttl", "2h", "--actor", "ana"])
+    expect(extended.expiresAt).toBeGreaterThan(before + 60 * 60 * 1000)
+    const text = await toolgate(["extend", id, ...db, "--ttl", "90 minutes"])
+    expect(text.stdout).toMatch(new RegExp(`^extended ${id} \\(bash \\{"command":"echo c1"\\}\\): expires at \\S+Z, in 1h 30m`))
+    await toolgate(["deny", id, ...db])
+    expect((await toolgate(["extend", id, ...db, "--ttl", "1h"])).code).toBe(4)
+  })
+
+  test("audit: the log in order, filtered by session, after a sequence number; text and JSON lines", async () => {
+    const id = await f.pause(bash("aud", "c1"))
+    await toolgate(["deny", id, ...db, "--reason", "no", "--actor", "ana"])
+    const events = (await toolgate(["audit", ...db, "--session", "aud", "--json"])).stdout.trim().split("\n").map((line) =>
+      JSON.parse(line)
+    )
+    expect(events.map((e) => `${e.type} ${e.outcome}`)).toEqual(["approval.requested pending", "approval.resolved denied"])
+    expect(events[1]).toMatchObject({ requestId: id, actor: "ana", reason: "no", sessionKey: "aud" })
+
+    const all = (await toolgate(["audit", ...db, "--json"])).stdout.trim().split("\n").map((line) => JSON.parse(line).seq)
+    expect(all).toEqual([...all].sort((a, b) => a - b))
+    const after = (await toolgate(["audit", ...db, "--json", "--after", String(events[0].seq)])).stdout.trim().split("\n")
+    expect(JSON.parse(after[0]!).seq).toBe(events[0].seq + 1)
+
+    const text = await toolgate(["audit", ...db, "--session", "aud"])
+    expect(text.stdout.trim().split("\n")[1]).toMatch(
+      new RegExp(`^#${events[1].seq}  \\S+Z  approval.resolved  denied  session=aud  tool=bash  request=${id}  rule=requireApproval\\[0\\]  by=ana  reason="no"$`)
+    )
+  })
+
+  test("audit --follow prints the log, then a decision made later in another process", async () => {
+    const id = await f.pause(bash("follow", "c1"))
+    const follower = start(["audit", "--follow", "--json", ...db, "--session", "follow"])
+    try {
+      await follower.line(/"approval\.requested"/)
+      await run(f.gate.respond(id, { decision: "approve_once", respondedBy: "agent-side" }))
+      const resolved = JSON.parse(await follower.line(/"approval\.resolved"/))
+      expect(resolved).toMatchObject({ requestId: id, outcome: "approved", actor: "agent-side" })
+    } finally {
+      expect(await follower.stop()).toBe(0)
+    }
+  })
+
+  test("environment: TOOLGATE_DB and TOOLGATE_POLICY", async () => {
+    const id = await f.pause(bash("env", "c1"))
+    const pending = await toolgateJson(["pending", "--session", "env"], { TOOLGATE_DB: f.db })
+    expect(pending[0].requestId).toBe(id)
+    const edited = await toolgateJson(["approve", id, "--args", "{\"command\":\"echo env\"}"], {
+      TOOLGATE_DB: f.db,
+      TOOLGATE_POLICY: f.policyFile
+    })
+    expect(edited.status).toBe("approved")
+  })
+
+  test("an invalid --policy stops the command with its problems (exit 1); an unusable file exits 8", async () => {
+    const bad = await toolgate(["pending", ...db, "--policy", "examples/quickstart.ts"])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr.trim()).toBe("toolgate: Invalid policy examples/quickstart.ts: unknown file type: expected a .json, .yaml or .yml file")
+
+    const notADatabase = `${f.dir}/policy.yaml`
+    const broken = await toolgate(["pending", "--db", notADatabase])
+    expect(broken.code).toBe(8)
+    expect(broken.stderr).toStartWith("toolgate: Approval store failed during ")
+    expect(broken.stderr.trim().split("\n")).toHaveLength(1)
+  })
+})

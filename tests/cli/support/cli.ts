@@ -1,0 +1,156 @@
+/**
+ * The `toolgate` command as users run it: real Node processes of the committed bin
+ * (`packages/cli/bin/toolgate.mjs`, which builds its bundle on first use), against a SQLite file
+ * in a temp dir or a `toolgate serve` process. Pending requests come from a gate in the test
+ * process (Bun's driver) on the same file, as an agent process would create them.
+ */
+import { PauseSignal, Policy, type ToolCall, ToolGate } from "@tool-gate/core"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Effect, ManagedRuntime } from "effect"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../../..", import.meta.url))
+export const bin = join(root, "packages/cli/bin/toolgate.mjs")
+
+/** The environment without the user's own TOOLGATE_* settings, plus `extra`. */
+const environment = (extra: Record<string, string>) => {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith("TOOLGATE_")) env[key] = value
+  }
+  return { ...env, ...extra }
+}
+
+export interface Result {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `toolgate ARGS` to its end. */
+export const toolgate = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Result> => {
+  const child = Bun.spawn(["node", bin, ...args], { cwd: root, env: environment(env), stdout: "pipe", stderr: "pipe" })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
+  return { code, stdout, stderr }
+}
+
+/** `toolgate ARGS --json`'s parsed output, failing loudly when the command failed. */
+export const toolgateJson = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<any> => {
+  const result = await toolgate([...args, "--json"], env)
+  if (result.code !== 0) throw new Error(`toolgate ${args.join(" ")} exited ${result.code}: ${result.stderr}`)
+  return JSON.parse(result.stdout)
+}
+
+/** A long-running `toolgate` (serve, audit --follow): its stdout lines as they come. */
+export interface Running {
+  readonly lines: Array<string>
+  /** resolves with the first line (seen or to come) that matches */
+  readonly line: (pattern: RegExp, timeoutMs?: number) => Promise<string>
+  readonly stop: () => Promise<number>
+  readonly stderr: () => string
+}
+
+export const start = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Running => {
+  const child = Bun.spawn(["node", bin, ...args], { cwd: root, env: environment(env), stdout: "pipe", stderr: "pipe" })
+  const lines: Array<string> = []
+  const waiting = new Set<() => void>()
+  let err = ""
+  let ended = false
+  void (async () => {
+    let buffer = ""
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk
+      const parts = buffer.split("\n")
+      buffer = parts.pop()!
+      lines.push(...parts)
+      waiting.forEach((wake) => wake())
+    }
+    ended = true
+    waiting.forEach((wake) => wake())
+  })()
+  void (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) err += chunk
+  })()
+  const line = (pattern: RegExp, timeoutMs = 20_000) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => done(new Error(`no line matching ${pattern} from toolgate ${args.join(" ")}: ${err}`)), timeoutMs)
+      const check = () => {
+        const found = lines.find((text) => pattern.test(text))
+        if (found !== undefined) done(found)
+        else if (ended) done(new Error(`toolgate ${args.join(" ")} ended with no line matching ${pattern}: ${err}`))
+      }
+      const done = (outcome: string | Error) => {
+        clearTimeout(timer)
+        waiting.delete(check)
+        outcome instanceof Error ? reject(outcome) : resolve(outcome)
+      }
+      waiting.add(check)
+      check()
+    })
+  const stop = () => {
+    child.kill("SIGTERM")
+    return child.exited
+  }
+  return { lines, line, stop, stderr: () => err }
+}
+
+/** `bash` waits for a human (5 minutes), `quick` for 50 ms, `rm` is denied. */
+export const policyYaml = `
+deny:
+  - id: no-rm
+    tool: bash
+    args:
+      command: "rm *"
+    reason: never delete
+requireApproval:
+  - bash
+  - tool: quick
+    ttlMs: 50
+`
+
+export interface Fixture {
+  readonly dir: string
+  readonly db: string
+  readonly policyFile: string
+  /** asks for the call as an agent would and returns the id of the request it paused on */
+  readonly pause: (call: Omit<ToolCall.ToolCallInput, "args"> & { readonly args?: Record<string, unknown> }) => Promise<string>
+  readonly gate: ToolGate.Service
+  readonly close: () => Promise<void>
+}
+
+/** A temp dir with a SQLite file, a policy file, and a gate on the file in this process. */
+export const fixture = async (): Promise<Fixture> => {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-cli-"))
+  const db = join(dir, "toolgate.db")
+  const policyFile = join(dir, "policy.yaml")
+  writeFileSync(policyFile, policyYaml)
+  const policy = await Effect.runPromise(Policy.fromYaml(policyYaml))
+  const runtime = ManagedRuntime.make(ToolGateSqlite.layer({ filename: db, policy }))
+  const gate = await runtime.runPromise(ToolGate.ToolGate)
+  const pause: Fixture["pause"] = (call) =>
+    runtime.runPromise(
+      Effect.flatMap(gate.authorize(call), (result) =>
+        PauseSignal.isPauseSignal(result) ? Effect.succeed(result.requestId) : Effect.die(`expected a pause for ${call.id}`))
+    )
+  return {
+    dir,
+    db,
+    policyFile,
+    pause,
+    gate,
+    close: async () => {
+      await runtime.dispose()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** Runs an effect of the fixture's gate. */
+export const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
