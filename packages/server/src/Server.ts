@@ -1,8 +1,8 @@
 /**
  * The approval API served on Node's HTTP server (`@effect/platform-node`, which also runs under
  * Bun) over whatever `ToolGate` and `ApprovalStore` are provided: the API, its OpenAPI document at
- * `/openapi.json`, Swagger UI at `/docs`, a request body limit, and bearer tokens. Binds
- * 127.0.0.1 unless told otherwise.
+ * `/openapi.json`, Swagger UI at `/docs`, the web console at `/console`, a request body limit, and
+ * bearer tokens. Binds 127.0.0.1 unless told otherwise.
  *
  * @example
  * import { NodeRuntime } from "@effect/platform-node"
@@ -33,6 +33,7 @@ import type { ApprovalStore, ToolGate } from "@tool-gate/core"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import * as Auth from "./Auth.js"
+import * as Console from "./Console.js"
 import * as Http from "./Http.js"
 
 /**
@@ -65,8 +66,8 @@ const challenge = HttpApiBuilder.middleware((app) =>
 )
 
 /**
- * The API, its documentation and the body limit, with authentication, served by whatever
- * `HttpServer` is provided.
+ * The API, its documentation, the web console and the body limit, with authentication, served by
+ * whatever `HttpServer` is provided.
  *
  * @since 0.1.0
  * @category layers
@@ -83,6 +84,7 @@ export const layerApp = (
       Layer.mergeAll(
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
         HttpApiSwagger.layer({ path: "/docs" }),
+        Console.layer,
         Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024),
         challenge
       )

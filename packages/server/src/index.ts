@@ -1,6 +1,6 @@
 /**
- * @tool-gate/server: the HTTP approval API (HttpApi contract, handlers, bearer-token auth) and
- * its Node server.
+ * @tool-gate/server: the HTTP approval API (HttpApi contract, handlers, bearer-token auth), the
+ * web console and its Node server.
  *
  * @since 0.1.0
  */
@@ -9,6 +9,8 @@
 export * as Api from "./Api.js"
 /** @since 0.1.0 */
 export * as Auth from "./Auth.js"
+/** @since 0.1.0 */
+export * as Console from "./Console.js"
 /** @since 0.1.0 */
 export * as Http from "./Http.js"
 /** @since 0.1.0 */
