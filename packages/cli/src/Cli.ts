@@ -198,10 +198,24 @@ interface Target {
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON (the domain schemas' encoding)"))
 
-const sessionKey = (description: string) =>
-  Options.text("session").pipe(Options.withPseudoName("KEY"), Options.withDescription(description))
+// Ids and session keys are never blank (the schemas say so); refusing one here keeps a remote call
+// from failing while encoding its URL.
+const nonBlank = (what: string) => (text: string): Either.Either<string, HelpDoc.HelpDoc> =>
+  text.trim() === "" || text.trim() !== text
+    ? Either.left(HelpDoc.p(`${what} must not be blank or start or end with spaces, got "${text}"`))
+    : Either.right(text)
 
-const requestId = Args.text({ name: "id" }).pipe(Args.withDescription("the request id (req_...)"))
+const sessionKey = (description: string) =>
+  Options.text("session").pipe(
+    Options.withPseudoName("KEY"),
+    Options.withDescription(description),
+    Options.mapEffect((text) => Either.mapLeft(nonBlank("--session")(text), ValidationError.invalidValue))
+  )
+
+const idArg = (description: string) =>
+  Args.text({ name: "id" }).pipe(Args.withDescription(description), Args.mapEffect(nonBlank("the id")))
+
+const requestId = idArg("the request id (req_...)")
 
 // Editing nothing but a scalar makes no sense: arguments are a JSON object, as the model sent them.
 const editedArgs = Options.text("args").pipe(
@@ -407,7 +421,7 @@ const approvalsRevoke = Command.make(
     ...target,
     json,
     session: sessionKey("the session the approval belongs to"),
-    id: Args.text({ name: "id" }).pipe(Args.withDescription("the session approval id (sa_...)"))
+    id: idArg("the session approval id (sa_...)")
   },
   (config) =>
     Effect.gen(function*() {

@@ -1,0 +1,187 @@
+/**
+ * `toolgate` against a server: `toolgate serve` runs as a Node process on a free loopback port
+ * over a SQLite file; the other commands reach it with `--server` and a bearer token, and the
+ * server decides who answers and which sessions a token may see.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { type Fixture, fixture, run, type Running, start, toolgate, toolgateJson } from "./support/cli.js"
+
+const tokens = {
+  approver: "approver-token-0123456789",
+  auditor: "auditor-token-0123456789",
+  teamA: "team-a-approver-token-0123"
+}
+
+let f: Fixture
+let server: Running
+let url: string
+
+beforeAll(async () => {
+  f = await fixture()
+  const tokenFile = join(f.dir, "tokens.json")
+  writeFileSync(
+    tokenFile,
+    JSON.stringify([
+      { token: tokens.approver, name: "ana", role: "approver" },
+      { token: tokens.auditor, name: "audit-bot", role: "auditor" },
+      { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
+    ])
+  )
+  server = start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", "0", "--tokens", tokenFile])
+  url = (await server.line(/^toolgate: serving /, 60_000)).match(/http:\/\/127\.0\.0\.1:\d+/)![0]
+}, 60_000)
+
+afterAll(async () => {
+  expect(await server.stop()).toBe(0)
+  await f.close()
+})
+
+const as = (token: keyof typeof tokens) => ["--server", url, "--token", tokens[token]]
+
+const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({ id, name: "bash", sessionKey, args: { command } })
+
+describe("toolgate against a server", () => {
+  test("serve prints where it listens and serves the API and the console", async () => {
+    expect((await fetch(`${url}/health`)).status).toBe(200)
+    expect((await fetch(`${url}/console`)).status).toBe(200)
+    expect(server.stderr()).toBe("")
+  })
+
+  test("pending and approve through the server; the token's name answers; a second, different answer exits 4", async () => {
+    const id = await f.pause(bash("srv-1", "c1"))
+    const pending = await toolgateJson(["pending", ...as("approver"), "--session", "srv-1"])
+    expect(pending.map((r: any) => r.requestId)).toEqual([id])
+
+    const approved = await toolgate(["approve", id, ...as("approver"), "--actor", "someone-else"])
+    expect(approved).toMatchObject({ code: 0, stderr: "" })
+    expect(approved.stdout.trim()).toBe(`approved ${id} (bash {"command":"echo c1"}) by ana`)
+    expect((await toolgate(["approve", id, ...as("approver")])).code).toBe(0)
+
+    const second = await toolgate(["deny", id, ...as("approver"), "--reason", "no"])
+    expect(second.code).toBe(4)
+    expect(second.stderr.trim()).toBe(`toolgate: Approval request ${id} was already approved by ana; this answer was not applied`)
+    expect((await run(f.gate.getRequest(id))).resolution).toMatchObject({ status: "approved", respondedBy: "ana" })
+  })
+
+  test("TOOLGATE_SERVER and TOOLGATE_TOKEN stand for --server and --token", async () => {
+    const id = await f.pause(bash("srv-env", "c1"))
+    const json = await toolgateJson(["deny", id, "--reason", "from env"], { TOOLGATE_SERVER: url, TOOLGATE_TOKEN: tokens.approver })
+    expect(json).toMatchObject({ status: "denied", resolution: { reason: "from env", respondedBy: "ana" } })
+  })
+
+  test("tokens: none or unknown exits 6, wrong role or another session's exits 7; nothing is applied", async () => {
+    const id = await f.pause(bash("srv-auth", "c1"))
+    const cases: Array<[Array<string>, number, string]> = [
+      [["approve", id, "--server", url], 6, "toolgate: Missing bearer token: send the header Authorization: Bearer <token>"],
+      [["approve", id, "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"],
+      [["pending", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"],
+      [["approve", id, ...as("auditor")], 7, "toolgate: Token \"audit-bot\" has the auditor role; answering needs the approver role"],
+      [["approve", id, ...as("teamA")], 7, "toolgate: Token \"alice\" is limited to sessions team-a-*; session srv-auth is outside them"],
+      [["pending", ...as("teamA"), "--session", "srv-auth"], 7, "session srv-auth is outside them"],
+      [["audit", "--follow", ...as("teamA"), "--session", "srv-auth"], 7, "session srv-auth is outside them"],
+      [["audit", "--follow", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"]
+    ]
+    const results = await Promise.all(cases.map(([args]) => toolgate(args)))
+    results.forEach((result, i) => {
+      const [args, code, message] = cases[i]!
+      expect({ args, code: result.code }).toEqual({ args, code })
+      expect(result.stderr).toContain(message)
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
+    })
+    expect((await run(f.gate.getRequest(id))).status).toBe("pending")
+
+    // a limited token lists only its sessions; the auditor reads everything
+    const teamA = await f.pause(bash("team-a-1", "c1"))
+    expect((await toolgateJson(["pending", ...as("teamA")])).map((r: any) => r.requestId)).toEqual([teamA])
+    const all = (await toolgateJson(["pending", ...as("auditor")])).map((r: any) => r.requestId)
+    expect(all).toContain(id)
+    expect(all).toContain(teamA)
+  })
+
+  test("unknown id exits 3, expired exits 5, bad inputs exit 2", async () => {
+    const unknown = await toolgate(["approve", "req_nope", ...as("approver")])
+    expect(unknown.code).toBe(3)
+    expect(unknown.stderr.trim()).toBe("toolgate: No approval request with id req_nope")
+
+    const late = await f.pause({ id: "q1", name: "quick", sessionKey: "srv-late" })
+    await Bun.sleep(100)
+    const expired = await toolgate(["approve", late, ...as("approver")])
+    expect(expired.code).toBe(5)
+    expect(expired.stderr).toContain(`toolgate: Approval request ${late} expired at `)
+
+    const id = await f.pause(bash("srv-bad", "c1"))
+    for (
+      const [args, message] of [
+        [["approve", id, "--args", "{oops"], "--args is not valid JSON"],
+        [["extend", id, "--ttl", "forever"], "--ttl: expected a duration"],
+        [["deny", " "], "the id must not be blank"],
+        [["pending", "--session", ""], "--session must not be blank"]
+      ] as const
+    ) {
+      const result = await toolgate([...args, ...as("approver")])
+      expect({ args, code: result.code }).toEqual({ args, code: 2 })
+      expect(result.stderr).toContain(message)
+    }
+  })
+
+  test("an edit is judged by the server's policy; extend; session approvals listed, revoked, cleared", async () => {
+    const id = await f.pause(bash("srv-edit", "c1"))
+    const refused = await toolgateJson(["approve", id, ...as("approver"), "--args", "{\"command\":\"rm -rf /\"}"])
+    expect(refused).toMatchObject({ status: "denied", resolution: { reason: expect.stringContaining("no-rm") } })
+
+    const id2 = await f.pause(bash("srv-edit", "c2"))
+    const extended = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "1h"])
+    expect(extended.expiresAt).toBeGreaterThan(Date.now() + 50 * 60 * 1000)
+    await toolgate(["approve", id2, ...as("approver"), "--session"])
+    const [grant] = await toolgateJson(["approvals", "list", ...as("auditor"), "--session", "srv-edit"])
+    expect(grant).toMatchObject({ scope: "exact", grantedBy: "ana", requestId: id2 })
+    const denied = await toolgate(["approvals", "revoke", grant.id, ...as("auditor"), "--session", "srv-edit"])
+    expect(denied.code).toBe(7)
+    const revoked = await toolgate(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])
+    expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session srv-edit)`)
+    expect((await toolgate(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])).code).toBe(3)
+    const cleared = await toolgate(["approvals", "clear", ...as("approver"), "--session", "srv-edit"])
+    expect(cleared.stdout.trim()).toBe("cleared 0 session approval(s) of srv-edit")
+  })
+
+  test("audit through the server, and --follow over its event stream sees a later answer", async () => {
+    const id = await f.pause(bash("srv-audit", "c1"))
+    const follower = start(["audit", "--follow", "--json", ...as("auditor"), "--session", "srv-audit"])
+    try {
+      await follower.line(/"approval\.requested"/)
+      await toolgate(["deny", id, ...as("approver"), "--reason", "streamed"])
+      const resolved = JSON.parse(await follower.line(/"approval\.resolved"/))
+      expect(resolved).toMatchObject({ requestId: id, outcome: "denied", actor: "ana", reason: "streamed" })
+    } finally {
+      expect(await follower.stop()).toBe(0)
+    }
+    const events = (await toolgate(["audit", ...as("auditor"), "--session", "srv-audit", "--json"])).stdout.trim().split("\n")
+      .map((line) => JSON.parse(line))
+    expect(events.map((e) => e.outcome)).toEqual(["pending", "denied"])
+    const after = await toolgate(["audit", ...as("auditor"), "--session", "srv-audit", "--after", String(events[0].seq)])
+    expect(after.stdout.trim()).toMatch(new RegExp(`^#${events[1].seq}  \\S+  approval\\.resolved  denied  session=srv-audit`))
+  })
+
+  test("no server at the URL exits 8; serve refuses a bad token file (exit 2) and a taken port (exit 8)", async () => {
+    const gone = await toolgate(["pending", "--server", "http://127.0.0.1:9", "--token", tokens.approver])
+    expect(gone.code).toBe(8)
+    expect(gone.stderr).toStartWith("toolgate: Server http://127.0.0.1:9: cannot connect")
+
+    const badTokens = join(f.dir, "bad-tokens.json")
+    writeFileSync(badTokens, JSON.stringify([{ token: "short", name: "x", role: "boss" }]))
+    const refused = await toolgate(["serve", "--db", f.db, "--port", "0", "--tokens", badTokens])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr.trim()).toStartWith(
+      `toolgate: Invalid API tokens (${badTokens}): 0.token: a token must be at least 16 characters long; 0.role: Expected "approver"`
+    )
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1)
+
+    const taken = await toolgate(["serve", "--db", f.db, "--port", new URL(url).port], {
+      TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }])
+    })
+    expect(taken.code).toBe(8)
+    expect(taken.stderr.trim().split("\n")).toHaveLength(1)
+  })
+})
