@@ -14,7 +14,7 @@ export const executablePath = "/usr/bin/chromium"
 
 // The machine's network is closed: without the background-networking flags Chromium keeps
 // trying to reach Google's hosts. playwright-core gives each launch a fresh user-data-dir.
-const args = [
+export const launchArgs = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
@@ -30,7 +30,7 @@ export class Chromium extends Context.Tag("tests/console/Chromium")<Chromium, Br
 const ChromiumLive = Layer.scoped(
   Chromium,
   Effect.acquireRelease(
-    Effect.promise(() => chromium.launch({ executablePath, args })),
+    Effect.promise(() => chromium.launch({ executablePath, args: launchArgs })),
     (browser) => Effect.promise(() => browser.close())
   )
 )

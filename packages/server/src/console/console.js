@@ -50,10 +50,9 @@ function el(tag, attributes = {}, ...children) {
 // ---- the API ----------------------------------------------------------------------------------
 
 class ApiError extends Error {
-  constructor(status, message, body) {
+  constructor(status, message) {
     super(message)
     this.status = status
-    this.body = body
   }
 }
 
@@ -82,7 +81,7 @@ async function api(method, path, body, signal = state.run?.signal) {
     json = undefined
   }
   if (!response.ok) {
-    throw new ApiError(response.status, json?.message ?? (text || `${response.status} ${response.statusText}`), json)
+    throw new ApiError(response.status, json?.message ?? (text || `${response.status} ${response.statusText}`))
   }
   return { json, response }
 }
