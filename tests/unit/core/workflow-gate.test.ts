@@ -1,0 +1,185 @@
+/**
+ * The gate inside `@effect/workflow` workflows: the real in-memory WorkflowEngine, the gate and
+ * checkpoints on a SQLite file, answers from a second gate on the same file (as another process).
+ */
+import { expect } from "bun:test"
+import * as Workflow from "@effect/workflow/Workflow"
+import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
+import { type ApprovalRequest, Checkpoint, Policy, ToolGate } from "@tool-gate/core"
+import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Cause, Effect, Exit, Layer, Option, Schema, type Scope } from "effect"
+import { join } from "node:path"
+import { describe, it } from "../../support/effectTest.js"
+import { tempDir } from "../../support/sqlStores.js"
+
+const policy = Policy.unsafeMake({
+  deny: [{ id: "no-drops", tool: "drop_database", reason: "Databases are dropped by a person." }],
+  requireApproval: [
+    { id: "quick", tool: "deploy", args: { env: "staging" }, ttlMs: 300 },
+    { id: "deploys", tool: "deploy" }
+  ],
+  allow: ["read_file"]
+})
+
+const Release = Workflow.make({
+  name: "Release",
+  payload: { env: Schema.String, drop: Schema.optional(Schema.Boolean) },
+  success: Schema.String,
+  error: WorkflowGate.GateError,
+  idempotencyKey: ({ env }) => env
+})
+
+const sessionOf = (executionId: string) => `wf-${executionId}`
+
+type Polled = Workflow.Result<string, WorkflowGate.GateError> | undefined
+
+const pollUntil = (
+  executionId: string,
+  done: (result: Polled) => boolean
+): Effect.Effect<Polled, never, WorkflowEngine.WorkflowEngine> =>
+  Effect.flatMap(Release.poll(executionId), (result) =>
+    done(result) ? Effect.succeed(result) : Effect.delay(Effect.suspend(() => pollUntil(executionId, done)), "10 millis"))
+
+/** A fresh database; `ran` lists every tool run, `bridge: false` leaves the bridge out. */
+const world = (options: { readonly bridge: boolean } = { bridge: true }) =>
+  Effect.gen(function*() {
+    const filename = join(yield* tempDir, "gate.db")
+    const ran: Array<string> = []
+    const record = (line: string) => Effect.sync(() => (ran.push(line), line))
+    const ReleaseLive = Release.toLayer(({ drop, env }, executionId) =>
+      Effect.gen(function*() {
+        const session = { sessionKey: sessionOf(executionId) }
+        const notes = yield* WorkflowGate.gate(
+          { ...session, id: "read", name: "read_file", args: { path: "CHANGELOG.md" } },
+          { success: Schema.String, run: () => record("read CHANGELOG.md") }
+        )
+        if (drop) {
+          yield* WorkflowGate.gate(
+            { ...session, id: "drop", name: "drop_database", args: { name: env } },
+            { success: Schema.String, run: () => record(`dropped ${env}`) }
+          )
+        }
+        const deployed = yield* WorkflowGate.gate(
+          { ...session, id: "deploy", name: "deploy", args: { env } },
+          { success: Schema.String, run: (allowed) => record(`deployed to ${allowed.call.args.env}`) }
+        )
+        return `${notes}; ${deployed}`
+      })
+    )
+    const Gate = ToolGateSqlite.layer({ filename, policy, sweepInterval: "50 millis" })
+    const Engine = ReleaseLive.pipe(
+      Layer.provideMerge(options.bridge ? WorkflowGate.layerBridge() : Layer.empty),
+      Layer.provideMerge(WorkflowEngine.layerMemory),
+      Layer.provideMerge(Gate)
+    )
+    // another process's gate on the same file: the human answers there
+    const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
+      Effect.flatMap(ToolGate.ToolGate, (gate) => gate.respond(requestId, response)).pipe(
+        Effect.provide(ToolGateSqlite.layer({ filename, policy })),
+        Effect.scoped
+      )
+    return { Engine, answer, ran }
+  })
+
+type Env = WorkflowEngine.WorkflowEngine | ToolGate.ToolGate | Checkpoint.Checkpoints
+
+/** Starts the workflow and returns once it is suspended, with its pending request. */
+const startSuspended = (env: string) =>
+  Effect.gen(function*() {
+    const executionId = yield* Release.execute({ env }, { discard: true })
+    const suspended = yield* pollUntil(executionId, (result) => result !== undefined)
+    expect(suspended?._tag).toBe("Suspended")
+    const gate = yield* ToolGate.ToolGate
+    const [request, ...others] = yield* gate.pending({ sessionKey: sessionOf(executionId) })
+    expect(others).toEqual([])
+    return { executionId, request: request! }
+  })
+
+const finished = (executionId: string) =>
+  Effect.map(pollUntil(executionId, (result) => result?._tag === "Complete"), (result) => {
+    if (result?._tag !== "Complete") throw new Error("expected a complete workflow")
+    return result.exit
+  })
+
+const failureOf = (exit: Exit.Exit<string, WorkflowGate.GateError>) => {
+  if (Exit.isSuccess(exit)) throw new Error(`expected a failure, got ${exit.value}`)
+  return Option.getOrThrow(Cause.failureOption(exit.cause))
+}
+
+const inWorld = (
+  body: (w: Effect.Effect.Success<ReturnType<typeof world>>) => Effect.Effect<unknown, unknown, Env | Scope.Scope>,
+  options?: { readonly bridge: boolean }
+) =>
+  Effect.gen(function*() {
+    const w = yield* world(options)
+    return yield* Effect.provide(body(w), w.Engine)
+  })
+
+describe("WorkflowGate on the in-memory WorkflowEngine and a SQLite store", () => {
+  it.live("approved: the workflow suspends, an answer from another gate wakes it, the call runs once with the edit", () =>
+    inWorld(({ answer, ran }) =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const { executionId, request } = yield* startSuspended("production")
+        expect(request.toolCall).toMatchObject({ name: "deploy", args: { env: "production" } })
+        expect((yield* checkpoints.open(WorkflowGate.WaitPoint)).map((cp) => cp.requestIds)).toEqual([[
+          request.requestId
+        ]])
+        expect(ran).toEqual(["read CHANGELOG.md"])
+
+        yield* answer(request.requestId, { decision: "approve_once", editedArgs: { env: "production-eu" } })
+        const exit = yield* finished(executionId)
+        expect(exit).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production-eu"))
+        // the workflow ran again from the top after the pause: journaled steps did not run again
+        expect(ran).toEqual(["read CHANGELOG.md", "deployed to production-eu"])
+        expect(yield* checkpoints.open(WorkflowGate.WaitPoint)).toEqual([])
+      })
+    ), 30_000)
+
+  it.live("denied by a human: the workflow fails with ToolDenied and the reason; the tool never runs", () =>
+    inWorld(({ answer, ran }) =>
+      Effect.gen(function*() {
+        const { executionId, request } = yield* startSuspended("production")
+        yield* answer(request.requestId, { decision: "deny", reason: "Freeze until Monday.", respondedBy: "ana" })
+        const error = failureOf(yield* finished(executionId))
+        expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "denied", reason: "Freeze until Monday." })
+        expect(ran).toEqual(["read CHANGELOG.md"])
+      })
+    ), 30_000)
+
+  it.live("nobody answers: the request expires and the workflow fails with ToolDenied (expired)", () =>
+    inWorld(({ ran }) =>
+      Effect.gen(function*() {
+        const { executionId } = yield* startSuspended("staging")
+        const error = failureOf(yield* finished(executionId))
+        expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "expired" })
+        expect(ran).toEqual(["read CHANGELOG.md"])
+      })
+    ), 30_000)
+
+  it.live("denied by policy: the workflow fails at once, without suspending", () =>
+    inWorld(({ ran }) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(Release.execute({ env: "staging", drop: true }))
+        expect(exit).toMatchObject({ _tag: "Failure" })
+        expect(failureOf(exit as Exit.Exit<string, WorkflowGate.GateError>)).toMatchObject({
+          _tag: "ToolDenied",
+          outcome: "policy",
+          rule: "no-drops"
+        })
+        expect(ran).toEqual(["read CHANGELOG.md"])
+      })
+    ), 30_000)
+
+  it.live("an answer given while no bridge ran: a bridge started later finds the open wait point and wakes the workflow", () =>
+    inWorld(({ answer, ran }) =>
+      Effect.gen(function*() {
+        const { executionId, request } = yield* startSuspended("production")
+        yield* answer(request.requestId, { decision: "approve_once" })
+        expect(yield* Release.poll(executionId)).toMatchObject({ _tag: "Suspended" })
+        yield* Layer.build(WorkflowGate.layerBridge())
+        expect(yield* finished(executionId)).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production"))
+        expect(ran).toEqual(["read CHANGELOG.md", "deployed to production"])
+      }), { bridge: false }), 30_000)
+})
