@@ -235,6 +235,24 @@ describeBrowser("web console", (it) => {
       expect((yield* fetchRequest(server, requestId)).resolution).toMatchObject({ decision: "approve_once" })
     }))
 
+  it.live("a stale tab's same answer is not applied twice: it shows who answered first; one decision is recorded", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const requestId = yield* paused(server.gate, bash("s-1", "c1"))
+      // no stream: the page does not hear that bob answered
+      const page = yield* openConsole(server, { before: (page) => page.route("**/audit/stream", (route) => route.abort()) })
+      yield* ui(() => card(page, requestId).waitFor())
+      yield* server.gate.respond(requestId, { decision: "approve_once", respondedBy: "bob" })
+      yield* ui(async () => {
+        await card(page, requestId).getByRole("button", { name: "Approve once" }).click()
+        await page.getByText("bash in session s-1: approved once by bob").waitFor()
+        await card(page, requestId).waitFor({ state: "detached" })
+      })
+      const events = yield* resolvedEvents(server, requestId)
+      expect(events).toHaveLength(1)
+      expect(events[0]).toMatchObject({ actor: "bob" })
+    }))
+
   it.live("a request made after the page loaded appears live, in its session's group", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
@@ -250,7 +268,8 @@ describeBrowser("web console", (it) => {
   it.live("after a dropped stream the console reconnects with Last-Event-ID and gets what it missed", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
-      yield* paused(server.gate, bash("s-1", "c1"))
+      // enough events that finding the last sequence number takes more than one step
+      for (let i = 0; i < 11; i++) yield* paused(server.gate, bash("s-1", `c${i}`))
       const lastSeq = yield* server.store.lastSeq
       const lastEventIds: Array<string | undefined> = []
       let missed: string | undefined
@@ -260,11 +279,12 @@ describeBrowser("web console", (it) => {
             lastEventIds.push(route.request().headers()["last-event-id"])
             if (lastEventIds.length > 1) return route.continue()
             // the first connection fails; meanwhile a request is made
-            missed = await Effect.runPromise(paused(server.gate, bash("s-1", "c2")))
+            missed = await Effect.runPromise(paused(server.gate, bash("s-1", "missed")))
             return route.abort()
           })
       })
-      yield* ui(() => page.locator("article.request").nth(1).waitFor())
+      yield* ui(() => page.locator("article.request").nth(11).waitFor())
+      expect(lastSeq).toBeGreaterThan(8)
       expect(lastEventIds.slice(0, 2)).toEqual([String(lastSeq), String(lastSeq)])
       yield* ui(() => card(page, missed!).waitFor())
     }))
