@@ -539,6 +539,38 @@ export const toolGateSuite = <E>(
           expect(error._tag).toBe("InvalidToolCall")
         }))
 
+      test("a policy decision is on record per call id: asking again replays it, with no second judgement or event, even under a changed policy", () =>
+        Effect.gen(function*() {
+          const store = yield* ApprovalStore.ApprovalStore
+          const gate = yield* ToolGate.ToolGate
+          const from = yield* store.lastSeq
+          const ls = call("c1", "ls", "s1", { path: "/tmp" })
+          const first = yield* gate.authorize(ls)
+          const again = yield* gate.authorize(ls)
+          expect(again).toEqual(first)
+          const denied = yield* expectFailure(gate.authorize(call("c2", "rm", "s1", { path: "/" })))
+          expect(yield* expectFailure(gate.authorize(call("c2", "rm", "s1", { path: "/" })))).toEqual(denied)
+          expect((yield* store.events({ afterSeq: from })).map((e) => [e.type, e.toolCallId, e.outcome])).toEqual([
+            ["decision", "c1", "allow"],
+            ["decision", "c2", "deny"]
+          ])
+          // the same id with other arguments is another call in disguise
+          expect((yield* expectFailure(gate.authorize(call("c1", "ls", "s1", { path: "/etc" }))))._tag).toBe("InvalidToolCall")
+          expect((yield* expectFailure(gate.authorize(call("c2", "RM", "s1", { path: "/" }))))._tag).toBe("ToolDenied")
+          // a gate with a new policy (a restart with other rules) replays what was decided...
+          const relaxed = yield* ToolGate.make({ policy: Policy.unsafeMake({ allow: ["rm"], requireApproval: ["ls"] }) }).pipe(
+            Effect.provideService(ApprovalStore.ApprovalStore, store)
+          )
+          expect((yield* expectFailure(relaxed.authorize(call("c2", "rm", "s1", { path: "/" }))))._tag).toBe("ToolDenied")
+          expect(yield* relaxed.authorize(ls)).toEqual(first)
+          // ...and judges new call ids by its own rules
+          const fresh = yield* relaxed.authorize(call("c3", "rm", "s1", { path: "/" }))
+          expect(PauseSignal.isPauseSignal(fresh) ? "paused" : fresh._tag).toBe("Allowed")
+          asPause(yield* relaxed.authorize(call("c4", "ls")))
+          // the record is per session
+          expect(PauseSignal.isPauseSignal(yield* relaxed.authorize(call("c1", "ls", "s2", { path: "/tmp" })))).toBe(true)
+        }))
+
       test("call ids are per session: the same id in another session is another call", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate

@@ -19,6 +19,7 @@ import { Context, Effect, Layer, Option, Queue } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
 import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
+import type { Recorded as RecordedDecision } from "./Decision.js"
 import { matches } from "./AuditEvent.js"
 import type { SessionApproval, SessionApprovalId } from "./SessionApproval.js"
 import { isActive } from "./SessionApproval.js"
@@ -35,6 +36,16 @@ export type ResolveResult =
   | { readonly _tag: "Resolved"; readonly request: ApprovalRequest; readonly event: AuditEvent }
   | { readonly _tag: "NotPending"; readonly request: ApprovalRequest }
   | { readonly _tag: "NotFound" }
+
+/**
+ * What is on record for a tool call id: its approval request, or its policy decision.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Recorded =
+  | { readonly _tag: "Request"; readonly request: ApprovalRequest }
+  | { readonly _tag: "Decision"; readonly decision: RecordedDecision }
 
 /**
  * A session approval before the store gives it its sequence number.
@@ -109,6 +120,19 @@ export interface Service {
     sessionKey: string,
     toolCallId: string
   ) => Effect.Effect<Option.Option<ApprovalRequest>, PersistenceError>
+  /** The request or the policy decision on record for a tool call id (one lookup). */
+  readonly findRecorded: (
+    sessionKey: string,
+    toolCallId: string
+  ) => Effect.Effect<Option.Option<Recorded>, PersistenceError>
+  /**
+   * Records a policy decision for its tool call id with its events, unless a decision is on
+   * record for that id already: then nothing is written and the recorded one is returned.
+   */
+  readonly recordDecision: (
+    decision: RecordedDecision,
+    events: ReadonlyArray<UnsequencedEvent>
+  ) => Effect.Effect<{ readonly created: boolean; readonly decision: RecordedDecision }, PersistenceError>
   /** Pending requests, oldest first, for one session or all. */
   readonly listPending: (
     options?: { readonly sessionKey?: string | undefined; readonly limit?: number | undefined }
@@ -172,6 +196,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
   const log: Array<AuditEvent> = []
   const requests = new Map<string, ApprovalRequest>()
   const byCall = new Map<string, string>()
+  const decisions = new Map<string, RecordedDecision>()
   const approvals = new Map<string, SessionApproval>()
   // Each subscriber holds at most one outstanding hint: while one is unread, commits add nothing,
   // so a burst of commits costs the reader one wake-up, not one per commit.
@@ -255,6 +280,25 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
       Effect.sync(() => {
         const id = byCall.get(callKey(sessionKey, toolCallId))
         return Option.fromNullable(id === undefined ? undefined : requests.get(id))
+      }),
+    findRecorded: (sessionKey, toolCallId) =>
+      Effect.sync((): Option.Option<Recorded> => {
+        const key = callKey(sessionKey, toolCallId)
+        const id = byCall.get(key)
+        if (id !== undefined) return Option.some({ _tag: "Request", request: requests.get(id)! })
+        const decision = decisions.get(key)
+        return decision === undefined ? Option.none() : Option.some({ _tag: "Decision", decision })
+      }),
+    recordDecision: (decision, events) =>
+      Effect.suspend((): Effect.Effect<{ readonly created: boolean; readonly decision: RecordedDecision }> => {
+        const key = callKey(decision.sessionKey, decision.toolCallId)
+        const existing = decisions.get(key)
+        if (existing !== undefined) return Effect.succeed({ created: false, decision: existing })
+        return committed(() => {
+          decisions.set(key, decision)
+          events.forEach(sequence)
+          return { created: true, decision }
+        })
       }),
     listPending: (options) =>
       Effect.sync(() => {

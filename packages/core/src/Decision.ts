@@ -113,6 +113,28 @@ export const Decision = Schema.Union(Allow, Deny, RequireApproval)
 export type Decision = typeof Decision.Type
 
 /**
+ * A policy decision (allow or deny) kept for a tool call id, so that asking again for the same
+ * call returns it instead of judging again. `toolName` and `argsDigest` tell a repeat from a
+ * different call that reuses the id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Recorded = Schema.Struct({
+  sessionKey: Schema.String,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  argsDigest: Schema.String,
+  at: Schema.Number,
+  decision: Schema.Union(Allow, Deny)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Recorded extends Schema.Schema.Type<typeof Recorded> {}
+
+/**
  * The outcome word audit events use for a decision.
  *
  * @since 0.1.0

@@ -39,7 +39,7 @@ import { Clock, Context, Effect, Layer, Option, type ParseResult, Queue, RcRef, 
 import type * as Duration from "effect/Duration"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
-import { ApprovalStore, type ResolveResult, type Service } from "./ApprovalStore.js"
+import { ApprovalStore, type Recorded, type ResolveResult, type Service } from "./ApprovalStore.js"
 import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
 import * as Batcher from "./internal/sqlBatcher.js"
 import * as Rows from "./internal/sqlRows.js"
@@ -208,11 +208,13 @@ export const make = (
     const events = sql(t.events)
     const requests = sql(t.requests)
     const approvals = sql(t.sessionApprovals)
+    const decisions = sql(t.decisions)
     const isSqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
     const codecs = Rows.makeCodecs()
     const readRequests = Rows.requests(codecs)
     const readApprovals = Rows.approvals(codecs)
     const readEvents = Rows.events(codecs)
+    const readDecisions = Rows.decisions(codecs)
 
     const setUp: Effect.Effect<unknown, SqlError> = isSqlite
       ? Effect.all([
@@ -283,6 +285,11 @@ export const make = (
         ON CONFLICT DO NOTHING RETURNING request_id`),
       requestById: textOf(sql`SELECT request FROM ${requests} WHERE request_id = ${""}`),
       requestByCall: textOf(sql`SELECT request FROM ${requests} WHERE session_key = ${""} AND tool_call_id = ${""}`),
+      recordedByCall: textOf(sql`SELECT request, NULL AS decision FROM ${requests} WHERE session_key = ${""} AND tool_call_id = ${""}
+        UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${""} AND tool_call_id = ${""}`),
+      insertDecision: textOf(sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${""}, ${""}, ${""})
+        ON CONFLICT DO NOTHING RETURNING session_key`),
+      decisionByCall: textOf(sql`SELECT decision FROM ${decisions} WHERE session_key = ${""} AND tool_call_id = ${""}`),
       rewriteRequest: textOf(sql`UPDATE ${requests}
         SET status = ${""}, expires_at = ${0}, warned_at = ${0}, consumed_at = ${0}, request = ${""} WHERE request_id = ${""}`),
       // One statement, so one autocommit: the row's JSON gets `consumedAt` from the database's own
@@ -555,6 +562,39 @@ export const make = (
       getRequest: (requestId) => read("getRequest", requestById(requestId)),
 
       findByToolCall: (sessionKey, toolCallId) => read("findByToolCall", requestByCall(sessionKey, toolCallId)),
+
+      findRecorded: (sessionKey, toolCallId) =>
+        read(
+          "findRecorded",
+          Effect.flatMap(exec(q.recordedByCall, [sessionKey, toolCallId, sessionKey, toolCallId]), (rows) => {
+            // a request wins: it is the record of a call that needed approval
+            const request = rows.find((row) => row.request !== null)
+            if (request !== undefined) {
+              return Effect.map(readRequests([request]), ([r]): Option.Option<Recorded> => Option.some({ _tag: "Request", request: r! }))
+            }
+            return Effect.map(readDecisions(rows), ([d]): Option.Option<Recorded> =>
+              d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d }))
+          })
+        ),
+
+      recordDecision: (decision, batch) =>
+        write(
+          "recordDecision",
+          Effect.gen(function*() {
+            const inserted = yield* exec(q.insertDecision, [
+              decision.sessionKey,
+              decision.toolCallId,
+              yield* json(codecs.decision, decision)
+            ])
+            if (inserted.length === 0) {
+              const [existing] = yield* Effect.flatMap(exec(q.decisionByCall, [decision.sessionKey, decision.toolCallId]), readDecisions)
+              return { created: false, decision: existing!, last: undefined }
+            }
+            const sequenced = batch.length === 0 ? [] : yield* insertEvents(batch)
+            return { created: true, decision, last: sequenced[sequenced.length - 1]?.seq }
+          }),
+          (result) => result.last
+        ).pipe(Effect.map(({ created, decision }) => ({ created, decision }))),
 
       listPending: (query) =>
         read("listPending", 

@@ -446,9 +446,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     }
 
     /** A call id already seen must name the same tool and arguments, or it is a different call in disguise. */
-    const sameCall = (request: ApprovalRequest.ApprovalRequest, call: ToolCall.ToolCall) =>
-      ToolCall.normalizeName(request.toolCall.name) === ToolCall.normalizeName(call.name) &&
-        request.argsDigest === ToolCall.argsDigest(call.args)
+    const sameCall = (seen: { readonly toolName: string; readonly argsDigest: string }, call: ToolCall.ToolCall) =>
+      ToolCall.normalizeName(seen.toolName) === ToolCall.normalizeName(call.name) &&
+        seen.argsDigest === ToolCall.argsDigest(call.args)
         ? Effect.void
         : Effect.fail(
           new InvalidToolCall({
@@ -485,14 +485,37 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         }
       })
 
+    const fromDecision = (
+      call: ToolCall.ToolCall,
+      decision: Decision.Allow | Decision.Deny
+    ): Effect.Effect<Allowed, ToolDenied> =>
+      decision._tag === "Allow"
+        ? Effect.succeed({ _tag: "Allowed", call, decision, request: undefined })
+        : Effect.fail(
+          new ToolDenied({
+            toolCallId: call.id,
+            toolName: call.name,
+            sessionKey: call.sessionKey,
+            outcome: "policy",
+            reason: decision.reason,
+            rule: decision.rule.id
+          })
+        )
+
     const authorize = (input: ToolCall.ToolCallInput) =>
       Effect.gen(function*() {
         const call = yield* decodeCall(input)
         const now = yield* Clock.currentTimeMillis
-        const recorded = yield* store.findByToolCall(call.sessionKey, call.id)
+        const recorded = yield* store.findRecorded(call.sessionKey, call.id)
         if (Option.isSome(recorded)) {
-          yield* sameCall(recorded.value, call)
-          return yield* fromRecorded(recorded.value, now)
+          // asked again: the decision on record, never a second judgement (nor a second event)
+          if (recorded.value._tag === "Request") {
+            const request = recorded.value.request
+            yield* sameCall({ toolName: request.toolCall.name, argsDigest: request.argsDigest }, call)
+            return yield* fromRecorded(request, now)
+          }
+          yield* sameCall(recorded.value.decision, call)
+          return yield* fromDecision(call, recorded.value.decision.decision)
         }
         let shadow: AuditEvent.UnsequencedEvent | undefined
         const decision = yield* withHooks(
@@ -500,24 +523,27 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           Effect.flatMap(Ref.get(index), (projection): Effect.Effect<Decision.Decision, PersistenceError> => {
             const [decision, disagreement] = decide(projection, call, now)
             shadow = disagreement
-            // a request's own event records a requireApproval decision (written with the request)
+            // a request's own event records a requireApproval decision (written with the request);
+            // a racing process may have recorded its decision for this call id first: that one holds
             return decision._tag === "RequireApproval"
               ? Effect.succeed(decision)
-              : Effect.as(store.append(decisionEvents(call, decision, disagreement, now)), decision)
+              : Effect.map(
+                store.recordDecision({
+                  sessionKey: call.sessionKey,
+                  toolCallId: call.id,
+                  toolName: ToolCall.normalizeName(call.name),
+                  argsDigest: ToolCall.argsDigest(call.args),
+                  at: now,
+                  decision
+                }, decisionEvents(call, decision, disagreement, now)),
+                (kept) => kept.decision.decision
+              )
           })
         )
         switch (decision._tag) {
           case "Allow":
-            return { _tag: "Allowed", call, decision, request: undefined } satisfies Allowed
           case "Deny":
-            return yield* new ToolDenied({
-              toolCallId: call.id,
-              toolName: call.name,
-              sessionKey: call.sessionKey,
-              outcome: "policy",
-              reason: decision.reason,
-              rule: decision.rule.id
-            })
+            return yield* fromDecision(call, decision)
           case "RequireApproval": {
             const request = yield* createRequest(call, decision, now)
             if (shadow !== undefined) yield* store.append([{ ...shadow, requestId: request.requestId }])

@@ -1,7 +1,7 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { ApprovalRequest, Resolution, Status } from "../ApprovalRequest.js"
 import { type AuditEvent, EventType, Outcome, UnsequencedEvent } from "../AuditEvent.js"
-import { RuleRef, RuleSource, SessionScope } from "../Decision.js"
+import { Recorded, RuleRef, RuleSource, SessionScope } from "../Decision.js"
 import { SessionApproval } from "../SessionApproval.js"
 import { ToolCall } from "../ToolCall.js"
 
@@ -271,7 +271,9 @@ const pickApproval = picker(SessionApproval.fields)
 export const makeCodecs = (capacity = 4096) => ({
   request: makeCodec(ApprovalRequest, pickRequest, fastDecode.request, capacity),
   event: makeCodec(UnsequencedEvent, pickEvent, fastDecode.event, capacity),
-  approval: makeCodec(SessionApproval, pickApproval, fastDecode.approval, capacity)
+  approval: makeCodec(SessionApproval, pickApproval, fastDecode.approval, capacity),
+  // read only when a call id is asked for again: the Schema both ways, no cache
+  decision: makeCodec(Recorded, () => undefined, () => undefined, 0)
 })
 
 export type Codecs = ReturnType<typeof makeCodecs>
@@ -303,6 +305,9 @@ const dbInt = (value: unknown): Either.Either<number, ParseResult.ParseError> =>
 
 export const requests = (codecs: Codecs) => (rows: ReadonlyArray<Record<string, unknown>>) =>
   readAll(rows, "request", codecs.request)
+
+export const decisions = (codecs: Codecs) => (rows: ReadonlyArray<Record<string, unknown>>) =>
+  readAll(rows, "decision", codecs.decision)
 
 export const approvals = (codecs: Codecs) => (rows: ReadonlyArray<Record<string, unknown>>) =>
   readAll(rows, "approval", codecs.approval)

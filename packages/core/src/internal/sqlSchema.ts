@@ -9,6 +9,7 @@ export interface Tables {
   readonly events: string
   readonly requests: string
   readonly sessionApprovals: string
+  readonly decisions: string
 }
 
 export const tables = (prefix: string): Tables => ({
@@ -16,7 +17,8 @@ export const tables = (prefix: string): Tables => ({
   migrations: `${prefix}migrations`,
   events: `${prefix}events`,
   requests: `${prefix}requests`,
-  sessionApprovals: `${prefix}session_approvals`
+  sessionApprovals: `${prefix}session_approvals`,
+  decisions: `${prefix}decisions`
 })
 
 /**
@@ -104,5 +106,16 @@ export const migrations = (t: Tables): Migrator.Loader =>
     "0002_drop_events_request_index": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql`DROP INDEX IF EXISTS ${sql(`${t.events}_request_idx`)}`
+    }),
+    // Policy decisions by tool call id, so that asking again replays the decision (requests are
+    // kept by call id in their own table).
+    "0003_create_decisions": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(t.decisions)} (
+        session_key TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        PRIMARY KEY (session_key, tool_call_id)
+      )`
     })
   })

@@ -20,7 +20,8 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       expect(yield* store.lastSeq).toBe(1)
       expect(yield* sql`SELECT migration_id, name FROM toolgate_migrations ORDER BY migration_id`).toEqual([
         { migration_id: 1, name: "create_tables" },
-        { migration_id: 2, name: "drop_events_request_index" }
+        { migration_id: 2, name: "drop_events_request_index" },
+        { migration_id: 3, name: "create_decisions" }
       ])
       expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
     }))
@@ -43,10 +44,12 @@ describe("SqlApprovalStore storage (SQLite)", () => {
         .map((row) => row.name)
         .filter((name) => name !== "sqlite_sequence")
       expect(names).toEqual([
+        "a_decisions",
         "a_events",
         "a_migrations",
         "a_requests",
         "a_session_approvals",
+        "b_decisions",
         "b_events",
         "b_migrations",
         "b_requests",
