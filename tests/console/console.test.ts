@@ -182,7 +182,7 @@ describeBrowser("web console", (it) => {
         await card(page, later).waitFor({ state: "hidden" })
         await page.getByRole("button", { name: "1 dismissed" }).click()
         const entry = page.locator(`#dismissed-list li[data-request-id="${later}"]`)
-        await entry.getByText(/bash session s-1 · \d+:\d\d left/).waitFor()
+        await entry.getByText(/^bash {"command":"make deploy"} · session s-1 · \d+:\d\d left/).waitFor()
         await entry.getByRole("button", { name: "Reopen" }).click()
         await card(page, later).waitFor({ state: "visible" })
         await page.getByRole("button", { name: /dismissed/ }).waitFor({ state: "hidden" })

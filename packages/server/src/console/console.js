@@ -587,11 +587,14 @@ function renderDismissed() {
   const items = [...state.dismissed].map((requestId) => {
     const request = state.requests.get(requestId)
     const call = request.toolCall
+    const args = JSON.stringify(call.args)
     return el(
       "li",
       { "data-request-id": requestId },
       el("span", { class: "tool" }, call.name),
-      ` session ${call.sessionKey} · ${formatLeft(request.expiresAt - serverNow())} `,
+      " ",
+      el("code", {}, args.length > 60 ? `${args.slice(0, 59)}…` : args),
+      ` · session ${call.sessionKey} · ${formatLeft(request.expiresAt - serverNow())} `,
       el("button", { type: "button", class: "link", onclick: () => reopen(requestId) }, "Reopen")
     )
   })
