@@ -289,6 +289,25 @@ describeBrowser("web console", (it) => {
       yield* ui(() => card(page, missed!).waitFor())
     }))
 
+  it.live("an event the page could not handle is handled again after reconnecting", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* paused(server.gate, bash("s-1", "c1"))
+      const lookups: Array<string> = []
+      const page = yield* openConsole(server, {
+        // the first look-up of one request, made for its stream event, fails
+        before: (page) =>
+          page.route((url) => /^\/approvals\/req_[^/]+$/.test(url.pathname), (route) => {
+            lookups.push(route.request().url())
+            return lookups.length === 1 ? route.abort() : route.continue()
+          })
+      })
+      yield* ui(() => page.locator("#live").getByText("live").waitFor())
+      const fresh = yield* paused(server.gate, bash("s-1", "c2"))
+      yield* ui(() => card(page, fresh).waitFor())
+      expect(lookups).toEqual([`${server.url}/approvals/${fresh}`, `${server.url}/approvals/${fresh}`])
+    }))
+
   it.live("a request that expires leaves the list", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

@@ -249,30 +249,37 @@ async function follow(signal) {
   }
 }
 
-/** Reads Server-Sent Events blocks (`id:` and `data:` lines, a blank line after each). */
+/**
+ * Reads Server-Sent Events blocks (`id:` and `data:` lines, a blank line after each). If handling
+ * one fails, the connection is closed, so the caller reconnects from the last event handled.
+ */
 async function readEvents(body, onEvent) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader()
   let buffer = ""
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) return
-    buffer += value
-    let end
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      let id
-      const data = []
-      for (const line of block.split("\n")) {
-        const colon = line.indexOf(":")
-        if (colon <= 0) continue // a comment (": keep-alive") or no field
-        const field = line.slice(0, colon)
-        const text = line.slice(colon + 1).replace(/^ /, "")
-        if (field === "id") id = text
-        else if (field === "data") data.push(text)
+  try {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return
+      buffer += value
+      let end
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        let id
+        const data = []
+        for (const line of block.split("\n")) {
+          const colon = line.indexOf(":")
+          if (colon <= 0) continue // a comment (": keep-alive") or no field
+          const field = line.slice(0, colon)
+          const text = line.slice(colon + 1).replace(/^ /, "")
+          if (field === "id") id = text
+          else if (field === "data") data.push(text)
+        }
+        if (data.length > 0) await onEvent(JSON.parse(data.join("\n")), id)
       }
-      if (data.length > 0) await onEvent(JSON.parse(data.join("\n")), id)
     }
+  } finally {
+    reader.cancel().catch(() => {})
   }
 }
 
