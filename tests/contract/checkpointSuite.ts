@@ -154,17 +154,29 @@ export const checkpointSuite = <E>(
         yield* TestClock.adjust("10 seconds")
         const retried = yield* checkpoints.resume(Turn, token, { owner: "worker-a", lease: "30 seconds" })
         expect(retried.lease.until).toBe(40_000)
+        // it records progress before dying; only the holder may
+        yield* checkpoints.update(Turn, token, retried.lease, { messages: ["m", "ran c1"], step: 2 })
+        const notHolder = { owner: "worker-b", until: 40_000 }
+        expect((yield* failure(checkpoints.update(Turn, token, notHolder, { messages: [], step: 9 })))._tag).toBe(
+          "CheckpointClaimed"
+        )
         yield* TestClock.adjust("30 seconds")
         const taken = yield* checkpoints.resume(Turn, token, { owner: "worker-b" })
-        expect(taken.state).toEqual({ messages: ["m"], step: 1 })
+        expect(taken.state).toEqual({ messages: ["m", "ran c1"], step: 2 })
         expect(taken.requests.map((r) => r.status)).toEqual(["approved"])
         // the stale owner can no longer complete; the new one does, once (again is a no-op)
         expect(yield* failure(checkpoints.complete(token, retried.lease))).toMatchObject({
           _tag: "CheckpointClaimed",
           owner: "worker-b"
         })
+        expect((yield* failure(checkpoints.update(Turn, token, retried.lease, { messages: [], step: 9 })))._tag).toBe(
+          "CheckpointClaimed"
+        )
         yield* checkpoints.complete(token, taken.lease)
         yield* checkpoints.complete(token, taken.lease)
+        expect((yield* failure(checkpoints.update(Turn, token, taken.lease, { messages: [], step: 9 })))._tag).toBe(
+          "AlreadyResumed"
+        )
         expect((yield* failure(checkpoints.complete(token, retried.lease)))._tag).toBe("AlreadyResumed")
         yield* TestClock.adjust("31 seconds")
         expect((yield* failure(checkpoints.resume(Turn, token, { owner: "worker-a" })))._tag).toBe("AlreadyResumed")

@@ -11,9 +11,10 @@
  * own; while any is unanswered, `resume` fails with `RequestPending` and the checkpoint stays
  * resumable. `resume` claims the checkpoint with a lease and completes it only once the resumed
  * turn has run to its result: if the process dies in between, the turn can be resumed again
- * after the lease (an approved call that already started is not run twice; the model is told its
- * result was lost). A completed checkpoint refuses (`AlreadyResumed`), and so does one another
- * owner is resuming (`CheckpointClaimed`).
+ * after the lease. The turn's results are recorded in the checkpoint once its calls ran, so a
+ * retry gives the model the same results; an approved call that started but whose result was not
+ * recorded is not run twice (the model is told its result was lost). A completed checkpoint
+ * refuses (`AlreadyResumed`), and so does one another owner is resuming (`CheckpointClaimed`).
  *
  * @example
  * import { Tool, Toolkit } from "@effect/ai"
@@ -321,6 +322,8 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
             Effect.catchTag("CallAlreadyExecuted", () => Effect.succeed(lostResult(call)))
           )
       })
+      // Kept before the model goes on: a retry after a crash from here reads these results.
+      yield* checkpoints.update(checkpoint, token, lease, { ...state, results })
       const next = yield* continueFrom(toolkit, state.session, Prompt.merge(state.prompt, toolMessage(results)), state.turns)
       yield* checkpoints.complete(token, lease)
       return next

@@ -153,6 +153,20 @@ export interface Service {
     Schema.Schema.Context<S>
   >
   /**
+   * Records progress while holding the lease: the state a retry will resume with if this owner
+   * stops before completing (what already ran, so it is not asked for again). Fails like `complete`.
+   */
+  readonly update: <S extends Schema.Schema.Any>(
+    checkpoint: Checkpoint<S>,
+    token: string,
+    lease: Lease,
+    state: Schema.Schema.Type<S>
+  ) => Effect.Effect<
+    void,
+    CheckpointNotFound | CheckpointClaimed | AlreadyResumed | CheckpointInvalid | PersistenceError,
+    Schema.Schema.Context<S>
+  >
+  /**
    * Marks the resume done, for the lease's owner (again: no-op). Fails with `CheckpointClaimed`
    * when the lease ran out and another owner took it, `AlreadyResumed` when another completed it.
    */
@@ -191,15 +205,18 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         ? Effect.succeed(row.value)
         : Effect.fail(new CheckpointNotFound({ token })))
 
+  const encode = <S extends Schema.Schema.Any>(checkpoint: Checkpoint<S>, state: Schema.Schema.Type<S>) =>
+    Schema.encode(Schema.parseJson(checkpoint.state))(state).pipe(
+      Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
+    ) as Effect.Effect<string, CheckpointInvalid, Schema.Schema.Context<S>>
+
   const save: Service["save"] = (checkpoint, requestIds, state) =>
     Effect.gen(function*() {
       if (requestIds.length === 0) {
         return yield* new CheckpointInvalid({ problems: [{ path: "requestIds", message: "at least one request" }] })
       }
       for (const requestId of requestIds) yield* gate.getRequest(requestId)
-      const encoded = yield* Schema.encode(Schema.parseJson(checkpoint.state))(state).pipe(
-        Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
-      )
+      const encoded = yield* encode(checkpoint, state)
       const token = tokenFor()
       const saved = yield* store.save({
         token,
@@ -235,7 +252,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
         : row.claimedBy !== undefined && row.claimedBy !== owner
         ? Effect.fail(new CheckpointClaimed({ token, owner: row.claimedBy, until: row.claimedUntil ?? 0 }))
-        : Effect.dieMessage(`checkpoint ${token}: ${owner} completes a resume it never claimed`))
+        : Effect.dieMessage(`checkpoint ${token}: ${owner} acts on a resume it never claimed`))
 
   const resume: Service["resume"] = (checkpoint, token, options) =>
     Effect.gen(function*() {
@@ -257,6 +274,12 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
       return { token: token as Token, state, requests, lease }
     })
 
+  const update: Service["update"] = (checkpoint, token, lease, state) =>
+    Effect.gen(function*() {
+      const encoded = yield* encode(checkpoint, state)
+      if (!(yield* store.update(token, lease.owner, encoded))) return yield* refusal(token, lease.owner)
+    })
+
   const complete: Service["complete"] = (token, lease) =>
     Effect.gen(function*() {
       if (yield* store.complete(token, lease.owner, yield* Clock.currentTimeMillis)) return
@@ -271,7 +294,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
       (rows) => rows.map((row) => ({ token: row.token as Token, requestIds: row.requestIds }))
     )
 
-  return Checkpoints.of({ save, find, resume, complete, open })
+  return Checkpoints.of({ save, find, resume, update, complete, open })
 })
 
 /**

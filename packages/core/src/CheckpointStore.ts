@@ -52,6 +52,8 @@ export interface Service {
    * nobody else holds a lease still running at `now` (the owner may renew its own).
    */
   readonly claim: (token: string, owner: string, now: number, until: number) => Effect.Effect<boolean, PersistenceError>
+  /** Replaces the state, `true` when `owner` holds the lease and the checkpoint is not completed. */
+  readonly update: (token: string, owner: string, state: string) => Effect.Effect<boolean, PersistenceError>
   /** `true` when `owner` held the lease and the checkpoint was not completed: now it is. */
   readonly complete: (token: string, owner: string, at: number) => Effect.Effect<boolean, PersistenceError>
   /** Checkpoints at the wait point `name` not completed yet, oldest first. */
@@ -90,6 +92,13 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         if (row === undefined || row.completedAt !== undefined) return false
         if (row.claimedBy !== undefined && row.claimedBy !== owner && row.claimedUntil! > now) return false
         rows.set(token, { ...row, claimedBy: owner, claimedUntil: until })
+        return true
+      }),
+    update: (token, owner, state) =>
+      Effect.sync(() => {
+        const row = rows.get(token)
+        if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner) return false
+        rows.set(token, { ...row, state })
         return true
       }),
     complete: (token, owner, at) =>

@@ -141,6 +141,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           WHERE token = ${token} AND resumed_at IS NULL
             AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
           RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("claim checkpoint")),
+      update: (token, owner, state) =>
+        sql`UPDATE ${sql(checkpoints)} SET state = ${state}
+          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner}
+          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("update checkpoint")),
       complete: (token, owner, at) =>
         sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at}
           WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner}
