@@ -1,17 +1,19 @@
 /**
  * The gate inside `@effect/workflow` workflows: the real in-memory WorkflowEngine, the gate and
- * checkpoints on a SQLite file, answers from a second gate on the same file (as another process).
+ * checkpoints on a SQLite file or a PostgreSQL schema, answers from a second gate on the same
+ * database (as another process would give them).
  */
 import { expect } from "bun:test"
 import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import { type ApprovalRequest, Checkpoint, Policy, ToolGate } from "@tool-gate/core"
 import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
+import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Cause, Effect, Exit, Layer, Option, Schema, type Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Redacted, Schema, type Scope } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
-import { tempDir } from "../../support/sqlStores.js"
+import { pgSchema, pgUrl, tempDir } from "../../support/sqlStores.js"
 
 const policy = Policy.unsafeMake({
   deny: [{ id: "no-drops", tool: "drop_database", reason: "Databases are dropped by a person." }],
@@ -41,10 +43,23 @@ const pollUntil = (
   Effect.flatMap(Release.poll(executionId), (result) =>
     done(result) ? Effect.succeed(result) : Effect.delay(Effect.suspend(() => pollUntil(executionId, done)), "10 millis"))
 
+/** Opens the gate (and checkpoints) on one fresh database, as often as asked. */
+type Database = Effect.Effect<
+  (options: ToolGate.Options) => Layer.Layer<ToolGate.ToolGate | Checkpoint.Checkpoints, unknown>,
+  never,
+  Scope.Scope
+>
+
+const sqlite: Database = Effect.map(tempDir, (dir) => (options) =>
+  ToolGateSqlite.layer({ filename: join(dir, "gate.db"), ...options }))
+
+const postgres = (url: string): Database =>
+  Effect.map(pgSchema(url), (schemaUrl) => (options) => ToolGatePg.layer({ url: Redacted.make(schemaUrl), ...options }))
+
 /** A fresh database; `ran` lists every tool run, `bridge: false` leaves the bridge out. */
-const world = (options: { readonly bridge: boolean } = { bridge: true }) =>
+const world = (database: Database, options: { readonly bridge: boolean }) =>
   Effect.gen(function*() {
-    const filename = join(yield* tempDir, "gate.db")
+    const open = yield* database
     const ran: Array<string> = []
     const record = (line: string) => Effect.sync(() => (ran.push(line), line))
     const ReleaseLive = Release.toLayer(({ drop, env }, executionId) =>
@@ -67,7 +82,7 @@ const world = (options: { readonly bridge: boolean } = { bridge: true }) =>
         return `${notes}; ${deployed}`
       })
     )
-    const Gate = ToolGateSqlite.layer({ filename, policy, sweepInterval: "50 millis" })
+    const Gate = open({ policy, sweepInterval: "50 millis" })
     const Engine = ReleaseLive.pipe(
       Layer.provideMerge(options.bridge ? WorkflowGate.layerBridge() : Layer.empty),
       Layer.provideMerge(WorkflowEngine.layerMemory),
@@ -76,7 +91,7 @@ const world = (options: { readonly bridge: boolean } = { bridge: true }) =>
     // another process's gate on the same file: the human answers there
     const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
       Effect.flatMap(ToolGate.ToolGate, (gate) => gate.respond(requestId, response)).pipe(
-        Effect.provide(ToolGateSqlite.layer({ filename, policy })),
+        Effect.provide(open({ policy })),
         Effect.scoped
       )
     return { Engine, answer, ran }
@@ -107,79 +122,89 @@ const failureOf = (exit: Exit.Exit<string, WorkflowGate.GateError>) => {
   return Option.getOrThrow(Cause.failureOption(exit.cause))
 }
 
-const inWorld = (
-  body: (w: Effect.Effect.Success<ReturnType<typeof world>>) => Effect.Effect<unknown, unknown, Env | Scope.Scope>,
-  options?: { readonly bridge: boolean }
-) =>
-  Effect.gen(function*() {
-    const w = yield* world(options)
-    return yield* Effect.provide(body(w), w.Engine)
-  })
+const suite = (name: string, database: Database) => {
+  const inWorld = (
+    body: (w: Effect.Effect.Success<ReturnType<typeof world>>) => Effect.Effect<unknown, unknown, Env | Scope.Scope>,
+    options: { readonly bridge: boolean } = { bridge: true }
+  ) =>
+    Effect.gen(function*() {
+      const w = yield* world(database, options)
+      return yield* Effect.provide(body(w), w.Engine)
+    })
 
-describe("WorkflowGate on the in-memory WorkflowEngine and a SQLite store", () => {
-  it.live("approved: the workflow suspends, an answer from another gate wakes it, the call runs once with the edit", () =>
-    inWorld(({ answer, ran }) =>
-      Effect.gen(function*() {
-        const checkpoints = yield* Checkpoint.Checkpoints
-        const { executionId, request } = yield* startSuspended("production")
-        expect(request.toolCall).toMatchObject({ name: "deploy", args: { env: "production" } })
-        expect((yield* checkpoints.open(WorkflowGate.WaitPoint)).map((cp) => cp.requestIds)).toEqual([[
-          request.requestId
-        ]])
-        expect(ran).toEqual(["read CHANGELOG.md"])
+  describe(`WorkflowGate on the in-memory WorkflowEngine (${name})`, () => {
+    it.live("approved: the workflow suspends, an answer from another gate wakes it, the call runs once with the edit", () =>
+      inWorld(({ answer, ran }) =>
+        Effect.gen(function*() {
+          const checkpoints = yield* Checkpoint.Checkpoints
+          const { executionId, request } = yield* startSuspended("production")
+          expect(request.toolCall).toMatchObject({ name: "deploy", args: { env: "production" } })
+          expect((yield* checkpoints.open(WorkflowGate.WaitPoint)).map((cp) => cp.requestIds)).toEqual([[
+            request.requestId
+          ]])
+          expect(ran).toEqual(["read CHANGELOG.md"])
 
-        yield* answer(request.requestId, { decision: "approve_once", editedArgs: { env: "production-eu" } })
-        const exit = yield* finished(executionId)
-        expect(exit).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production-eu"))
-        // the workflow ran again from the top after the pause: journaled steps did not run again
-        expect(ran).toEqual(["read CHANGELOG.md", "deployed to production-eu"])
-        expect(yield* checkpoints.open(WorkflowGate.WaitPoint)).toEqual([])
-      })
-    ), 30_000)
-
-  it.live("denied by a human: the workflow fails with ToolDenied and the reason; the tool never runs", () =>
-    inWorld(({ answer, ran }) =>
-      Effect.gen(function*() {
-        const { executionId, request } = yield* startSuspended("production")
-        yield* answer(request.requestId, { decision: "deny", reason: "Freeze until Monday.", respondedBy: "ana" })
-        const error = failureOf(yield* finished(executionId))
-        expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "denied", reason: "Freeze until Monday." })
-        expect(ran).toEqual(["read CHANGELOG.md"])
-      })
-    ), 30_000)
-
-  it.live("nobody answers: the request expires and the workflow fails with ToolDenied (expired)", () =>
-    inWorld(({ ran }) =>
-      Effect.gen(function*() {
-        const { executionId } = yield* startSuspended("staging")
-        const error = failureOf(yield* finished(executionId))
-        expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "expired" })
-        expect(ran).toEqual(["read CHANGELOG.md"])
-      })
-    ), 30_000)
-
-  it.live("denied by policy: the workflow fails at once, without suspending", () =>
-    inWorld(({ ran }) =>
-      Effect.gen(function*() {
-        const exit = yield* Effect.exit(Release.execute({ env: "staging", drop: true }))
-        expect(exit).toMatchObject({ _tag: "Failure" })
-        expect(failureOf(exit as Exit.Exit<string, WorkflowGate.GateError>)).toMatchObject({
-          _tag: "ToolDenied",
-          outcome: "policy",
-          rule: "no-drops"
+          yield* answer(request.requestId, { decision: "approve_once", editedArgs: { env: "production-eu" } })
+          const exit = yield* finished(executionId)
+          expect(exit).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production-eu"))
+          // the workflow ran again from the top after the pause: journaled steps did not run again
+          expect(ran).toEqual(["read CHANGELOG.md", "deployed to production-eu"])
+          expect(yield* checkpoints.open(WorkflowGate.WaitPoint)).toEqual([])
         })
-        expect(ran).toEqual(["read CHANGELOG.md"])
-      })
-    ), 30_000)
+      ), 30_000)
 
-  it.live("an answer given while no bridge ran: a bridge started later finds the open wait point and wakes the workflow", () =>
-    inWorld(({ answer, ran }) =>
-      Effect.gen(function*() {
-        const { executionId, request } = yield* startSuspended("production")
-        yield* answer(request.requestId, { decision: "approve_once" })
-        expect(yield* Release.poll(executionId)).toMatchObject({ _tag: "Suspended" })
-        yield* Layer.build(WorkflowGate.layerBridge())
-        expect(yield* finished(executionId)).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production"))
-        expect(ran).toEqual(["read CHANGELOG.md", "deployed to production"])
-      }), { bridge: false }), 30_000)
-})
+    it.live("denied by a human: the workflow fails with ToolDenied and the reason; the tool never runs", () =>
+      inWorld(({ answer, ran }) =>
+        Effect.gen(function*() {
+          const { executionId, request } = yield* startSuspended("production")
+          yield* answer(request.requestId, { decision: "deny", reason: "Freeze until Monday.", respondedBy: "ana" })
+          const error = failureOf(yield* finished(executionId))
+          expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "denied", reason: "Freeze until Monday." })
+          expect(ran).toEqual(["read CHANGELOG.md"])
+        })
+      ), 30_000)
+
+    it.live("nobody answers: the request expires and the workflow fails with ToolDenied (expired)", () =>
+      inWorld(({ ran }) =>
+        Effect.gen(function*() {
+          const { executionId } = yield* startSuspended("staging")
+          const error = failureOf(yield* finished(executionId))
+          expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "expired" })
+          expect(ran).toEqual(["read CHANGELOG.md"])
+        })
+      ), 30_000)
+
+    it.live("denied by policy: the workflow fails at once, without suspending", () =>
+      inWorld(({ ran }) =>
+        Effect.gen(function*() {
+          const exit = yield* Effect.exit(Release.execute({ env: "staging", drop: true }))
+          expect(exit).toMatchObject({ _tag: "Failure" })
+          expect(failureOf(exit as Exit.Exit<string, WorkflowGate.GateError>)).toMatchObject({
+            _tag: "ToolDenied",
+            outcome: "policy",
+            rule: "no-drops"
+          })
+          expect(ran).toEqual(["read CHANGELOG.md"])
+        })
+      ), 30_000)
+
+    it.live("an answer given while no bridge ran: a bridge started later finds the open wait point and wakes the workflow", () =>
+      inWorld(({ answer, ran }) =>
+        Effect.gen(function*() {
+          const { executionId, request } = yield* startSuspended("production")
+          yield* answer(request.requestId, { decision: "approve_once" })
+          expect(yield* Release.poll(executionId)).toMatchObject({ _tag: "Suspended" })
+          yield* Layer.build(WorkflowGate.layerBridge())
+          expect(yield* finished(executionId)).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production"))
+          expect(ran).toEqual(["read CHANGELOG.md", "deployed to production"])
+        }), { bridge: false }), 30_000)
+  })
+}
+
+suite("sqlite", sqlite)
+if (pgUrl === undefined) {
+  console.warn("PostgreSQL workflow tests SKIPPED: TOOLGATE_PG_URL not set")
+  describe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => suite("postgres", postgres("")))
+} else {
+  suite("postgres", postgres(pgUrl))
+}
