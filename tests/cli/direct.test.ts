@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { execSync } from "node:child_process"
-import { type Fixture, fixture, run, start, toolgate, toolgateJson } from "./support/cli.js"
+import { type Fixture, fixture, run, start, toolgate, toolgateHere, toolgateJson } from "./support/cli.js"
 
 let f: Fixture
 let db: Array<string>
@@ -13,7 +13,9 @@ beforeAll(async () => {
   f = await fixture()
   db = ["--db", f.db]
   // the first run builds the bundle; later runs reuse it
-  expect((await toolgate(["--version"])).code).toBe(0)
+  const help = await toolgate(["--help"])
+  expect(help.code).toBe(0)
+  expect(help.stdout).toContain("$ toolgate")
 }, 60_000)
 afterAll(() => f.close())
 
@@ -25,7 +27,7 @@ const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({
 })
 
 describe("toolgate on the SQLite file", () => {
-  test("--help on every command", async () => {
+  test("--help on every command (in this process; the bin's own --help runs above)", async () => {
     const commands = [
       [],
       ["serve"],
@@ -42,7 +44,7 @@ describe("toolgate on the SQLite file", () => {
       ["policy", "check"],
       ["demo"]
     ]
-    const results = await Promise.all(commands.map((command) => toolgate([...command, "--help"])))
+    const results = await Promise.all(commands.map((command) => toolgateHere([...command, "--help"])))
     results.forEach((result, i) => {
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("USAGE")
@@ -74,9 +76,9 @@ describe("toolgate on the SQLite file", () => {
       rule: { id: "requireApproval[0]", source: "requireApproval" }
     })
 
-    const none = await toolgate(["pending", ...db, "--session", "nobody"])
+    const none = await toolgateHere(["pending", ...db, "--session", "nobody"])
     expect(none.stdout.trim()).toBe("no pending approvals")
-    expect(await toolgateJson(["pending", ...db, "--session", "nobody"])).toEqual([])
+    expect(JSON.parse((await toolgateHere(["pending", ...db, "--session", "nobody", "--json"])).stdout)).toEqual([])
   })
 
   test("approve once: applied exactly once; the same answer again is idempotent, a different one is refused (exit 4)", async () => {
@@ -112,7 +114,7 @@ describe("toolgate on the SQLite file", () => {
     expect(json).toMatchObject({ requestId: id, status: "denied", resolution: { reason: "not on a Friday", respondedBy: "ana" } })
     const waited = await run(f.gate.awaitDecision(id))
     expect(waited.status).toBe("denied")
-    const text = await toolgate(["deny", id, ...db, "--reason", "not on a Friday", "--actor", "ana"])
+    const text = await toolgateHere(["deny", id, ...db, "--reason", "not on a Friday", "--actor", "ana"])
     expect(text.stdout.trim()).toBe(`denied ${id} (bash {"command":"echo c1"}) by ana: not on a Friday`)
   })
 
@@ -124,22 +126,21 @@ describe("toolgate on the SQLite file", () => {
 
     const [grant] = await toolgateJson(["approvals", "list", ...db, "--session", "sess"])
     expect(grant).toMatchObject({ sessionKey: "sess", toolName: "bash", scope: "tool", grantedBy: "ana", requestId: id })
-    const listed = await toolgate(["approvals", "list", ...db, "--session", "sess"])
+    const listed = await toolgateHere(["approvals", "list", ...db, "--session", "sess"])
     expect(listed.stdout.trim()).toStartWith(`${grant.id}  sess  bash  scope=tool  by=ana  request=${id}`)
     expect((await run(f.gate.evaluate(bash("sess", "c2", "anything else"))))._tag).toBe("Allow")
 
     // an id from another session is not found under this one
-    const elsewhere = await toolgate(["approvals", "revoke", grant.id, ...db, "--session", "other"])
+    const elsewhere = await toolgateHere(["approvals", "revoke", grant.id, ...db, "--session", "other"])
     expect(elsewhere.code).toBe(3)
     expect(elsewhere.stderr.trim()).toBe(`toolgate: No active session approval with id ${grant.id}`)
 
     const revoked = await toolgate(["approvals", "revoke", grant.id, ...db, "--session", "sess"])
     expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session sess)`)
-    expect(await toolgateJson(["approvals", "list", ...db, "--session", "sess"])).toEqual([])
-    expect((await toolgate(["approvals", "list", ...db, "--session", "sess"])).stdout.trim()).toBe("no session approvals in sess")
+    expect((await toolgateHere(["approvals", "list", ...db, "--session", "sess"])).stdout.trim()).toBe("no session approvals in sess")
 
     const id2 = await f.pause(bash("sess", "c3"))
-    await toolgate(["approve", id2, ...db, "--session"])
+    await toolgateHere(["approve", id2, ...db, "--session"])
     const cleared = await toolgate(["approvals", "clear", ...db, "--session", "sess"])
     expect(cleared).toMatchObject({ code: 0, stdout: "cleared 1 session approval(s) of sess\n" })
   })
@@ -156,7 +157,7 @@ describe("toolgate on the SQLite file", () => {
     expect(refused.stdout).toContain("edited arguments are denied by policy rule no-rm: never delete")
   })
 
-  test("bad inputs: each a one-line message and exit 2, nothing applied", async () => {
+  test("bad inputs: each a one-line message and exit 2, nothing applied (two as processes, the table in this process)", async () => {
     const id = await f.pause(bash("bad", "c1"))
     const cases: Array<[Array<string>, string]> = [
       [["approve", id, ...db, "--args", "{\"command\": "], "--args is not valid JSON"],
@@ -173,7 +174,7 @@ describe("toolgate on the SQLite file", () => {
       [["frobnicate"], "Invalid subcommand"],
       [[], "missing command"]
     ]
-    const results = await Promise.all(cases.map(([args]) => toolgate(args)))
+    const results = await Promise.all(cases.map(([args], i) => (i < 2 ? toolgate(args) : toolgateHere(args))))
     results.forEach((result, i) => {
       expect({ args: cases[i]![0], code: result.code }).toEqual({ args: cases[i]![0], code: 2 })
       expect(result.stderr).toContain(cases[i]![1])
@@ -183,8 +184,8 @@ describe("toolgate on the SQLite file", () => {
   })
 
   test("unknown ids: exit 3", async () => {
-    for (const args of [["approve", "req_nope"], ["deny", "req_nope"], ["extend", "req_nope", "--ttl", "5m"]]) {
-      const result = await toolgate([...args, ...db])
+    for (const [i, args] of [["approve", "req_nope"], ["deny", "req_nope"], ["extend", "req_nope", "--ttl", "5m"]].entries()) {
+      const result = await (i === 0 ? toolgate : toolgateHere)([...args, ...db])
       expect(result.code).toBe(3)
       expect(result.stderr.trim()).toBe("toolgate: No approval request with id req_nope")
     }
@@ -205,9 +206,9 @@ describe("toolgate on the SQLite file", () => {
     const before = (await run(f.gate.getRequest(id))).expiresAt
     const extended = await toolgateJson(["extend", id, ...db, "--ttl", "2h", "--actor", "ana"])
     expect(extended.expiresAt).toBeGreaterThan(before + 60 * 60 * 1000)
-    const text = await toolgate(["extend", id, ...db, "--ttl", "90 minutes"])
+    const text = await toolgateHere(["extend", id, ...db, "--ttl", "90 minutes"])
     expect(text.stdout).toMatch(new RegExp(`^extended ${id} \\(bash \\{"command":"echo c1"\\}\\): expires at \\S+Z, in 1h 30m`))
-    await toolgate(["deny", id, ...db])
+    await toolgateHere(["deny", id, ...db])
     expect((await toolgate(["extend", id, ...db, "--ttl", "1h"])).code).toBe(4)
   })
 
@@ -220,9 +221,9 @@ describe("toolgate on the SQLite file", () => {
     expect(events.map((e) => `${e.type} ${e.outcome}`)).toEqual(["approval.requested pending", "approval.resolved denied"])
     expect(events[1]).toMatchObject({ requestId: id, actor: "ana", reason: "no", sessionKey: "aud" })
 
-    const all = (await toolgate(["audit", ...db, "--json"])).stdout.trim().split("\n").map((line) => JSON.parse(line).seq)
+    const all = (await toolgateHere(["audit", ...db, "--json"])).stdout.trim().split("\n").map((line) => JSON.parse(line).seq)
     expect(all).toEqual([...all].sort((a, b) => a - b))
-    const after = (await toolgate(["audit", ...db, "--json", "--after", String(events[0].seq)])).stdout.trim().split("\n")
+    const after = (await toolgateHere(["audit", ...db, "--json", "--after", String(events[0].seq)])).stdout.trim().split("\n")
     expect(JSON.parse(after[0]!).seq).toBe(events[0].seq + 1)
 
     const text = await toolgate(["audit", ...db, "--session", "aud"])

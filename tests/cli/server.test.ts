@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { type Fixture, fixture, run, type Running, start, toolgate, toolgateJson } from "./support/cli.js"
+import { type Fixture, fixture, run, type Running, start, toolgate, toolgateHere, toolgateJson } from "./support/cli.js"
 
 const tokens = {
   approver: "approver-token-0123456789",
@@ -57,7 +57,7 @@ describe("toolgate against a server", () => {
     const approved = await toolgate(["approve", id, ...as("approver"), "--actor", "someone-else"])
     expect(approved).toMatchObject({ code: 0, stderr: "" })
     expect(approved.stdout.trim()).toBe(`approved ${id} (bash {"command":"echo c1"}) by ana`)
-    expect((await toolgate(["approve", id, ...as("approver")])).code).toBe(0)
+    expect((await toolgateHere(["approve", id, ...as("approver")])).code).toBe(0)
 
     const second = await toolgate(["deny", id, ...as("approver"), "--reason", "no"])
     expect(second.code).toBe(4)
@@ -83,7 +83,8 @@ describe("toolgate against a server", () => {
       [["audit", "--follow", ...as("teamA"), "--session", "srv-auth"], 7, "session srv-auth is outside them"],
       [["audit", "--follow", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"]
     ]
-    const results = await Promise.all(cases.map(([args]) => toolgate(args)))
+    // the first three as processes, the rest in this process
+    const results = await Promise.all(cases.map(([args], i) => (i < 3 ? toolgate(args) : toolgateHere(args))))
     results.forEach((result, i) => {
       const [args, code, message] = cases[i]!
       expect({ args, code: result.code }).toEqual({ args, code })
@@ -120,7 +121,7 @@ describe("toolgate against a server", () => {
         [["pending", "--session", ""], "--session must not be blank"]
       ] as const
     ) {
-      const result = await toolgate([...args, ...as("approver")])
+      const result = await toolgateHere([...args, ...as("approver")])
       expect({ args, code: result.code }).toEqual({ args, code: 2 })
       expect(result.stderr).toContain(message)
     }
@@ -137,12 +138,12 @@ describe("toolgate against a server", () => {
     await toolgate(["approve", id2, ...as("approver"), "--session"])
     const [grant] = await toolgateJson(["approvals", "list", ...as("auditor"), "--session", "srv-edit"])
     expect(grant).toMatchObject({ scope: "exact", grantedBy: "ana", requestId: id2 })
-    const denied = await toolgate(["approvals", "revoke", grant.id, ...as("auditor"), "--session", "srv-edit"])
+    const denied = await toolgateHere(["approvals", "revoke", grant.id, ...as("auditor"), "--session", "srv-edit"])
     expect(denied.code).toBe(7)
     const revoked = await toolgate(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])
     expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session srv-edit)`)
-    expect((await toolgate(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])).code).toBe(3)
-    const cleared = await toolgate(["approvals", "clear", ...as("approver"), "--session", "srv-edit"])
+    expect((await toolgateHere(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])).code).toBe(3)
+    const cleared = await toolgateHere(["approvals", "clear", ...as("approver"), "--session", "srv-edit"])
     expect(cleared.stdout.trim()).toBe("cleared 0 session approval(s) of srv-edit")
   })
 
@@ -160,7 +161,7 @@ describe("toolgate against a server", () => {
     const events = (await toolgate(["audit", ...as("auditor"), "--session", "srv-audit", "--json"])).stdout.trim().split("\n")
       .map((line) => JSON.parse(line))
     expect(events.map((e) => e.outcome)).toEqual(["pending", "denied"])
-    const after = await toolgate(["audit", ...as("auditor"), "--session", "srv-audit", "--after", String(events[0].seq)])
+    const after = await toolgateHere(["audit", ...as("auditor"), "--session", "srv-audit", "--after", String(events[0].seq)])
     expect(after.stdout.trim()).toMatch(new RegExp(`^#${events[1].seq}  \\S+  approval\\.resolved  denied  session=srv-audit`))
   })
 

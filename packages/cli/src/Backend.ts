@@ -16,26 +16,18 @@
  * @since 0.1.0
  */
 import {
-  FetchHttpClient,
-  HttpApiClient,
-  HttpApiError,
-  HttpClient,
-  HttpClientRequest,
-  HttpClientResponse
-} from "@effect/platform"
-import {
   type ApprovalRequest,
   ApprovalStore,
-  AuditEvent,
+  type AuditEvent,
   type Policy,
   type SessionApproval,
-  type ToolCall,
   ToolGate,
   ToolGateError
 } from "@tool-gate/core"
-import { Api, Auth } from "@tool-gate/server"
+import type { Auth } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Chunk, Context, Effect, Layer, Option, type Redacted, Schema, Stream } from "effect"
+import { Context, Effect, Layer, type Option, type Redacted, Schema, type Stream } from "effect"
+import { paged, pageSize } from "./internal/audit.js"
 
 /**
  * The server could not be reached, or answered something the API does not define.
@@ -125,22 +117,6 @@ export interface Service {
  */
 export class Backend extends Context.Tag("@tool-gate/cli/Backend")<Backend, Service>() {}
 
-const pageSize = 1000
-
-/** Pages of `limit` events after `afterSeq` until a short page: the log so far, in bounded memory. */
-const paged = <E>(
-  page: (afterSeq: number) => Effect.Effect<ReadonlyArray<AuditEvent.AuditEvent>, E>,
-  afterSeq: number
-): Stream.Stream<AuditEvent.AuditEvent, E> =>
-  Stream.paginateChunkEffect(afterSeq, (after) =>
-    Effect.map(page(after), (events) => {
-      const last = events[events.length - 1]
-      return [
-        Chunk.fromIterable(events),
-        events.length < pageSize || last === undefined ? Option.none() : Option.some(last.seq)
-      ] as const
-    }))
-
 /**
  * @since 0.1.0
  * @category models
@@ -202,25 +178,6 @@ export interface RemoteOptions {
   readonly token: Option.Option<Redacted.Redacted>
 }
 
-// What a failed reply carries when the API declares it; anything else is the server's fault.
-const ErrorReply = Schema.Union(Auth.Unauthorized, Auth.Forbidden)
-
-const withToken = (token: Option.Option<Redacted.Redacted>) => (request: HttpClientRequest.HttpClientRequest) =>
-  Option.match(token, { onNone: () => request, onSome: (value) => HttpClientRequest.bearerToken(request, value) })
-
-/** Server-Sent Events as audit events: `data:` lines up to a blank line make one event. */
-const sseEvents = <E>(body: Stream.Stream<Uint8Array, E>) =>
-  body.pipe(
-    Stream.decodeText(),
-    Stream.splitLines,
-    Stream.mapAccum("", (data, line) =>
-      line === ""
-        ? ["", data === "" ? Option.none<string>() : Option.some(data)]
-        : [line.startsWith("data:") ? data + line.slice(5).trimStart() : data, Option.none<string>()]),
-    Stream.filterMap((data) => data),
-    Stream.mapEffect((data) => Schema.decode(Schema.parseJson(AuditEvent.AuditEvent))(data))
-  )
-
 /**
  * The commands against a running server, authenticated by a bearer token: the server decides
  * who answers (the token's name) and which sessions the token may see.
@@ -229,89 +186,5 @@ const sseEvents = <E>(body: Stream.Stream<Uint8Array, E>) =>
  * @category layers
  */
 export const layerRemote = (options: RemoteOptions): Layer.Layer<Backend> =>
-  Layer.effect(
-    Backend,
-    Effect.gen(function*() {
-      const url = options.url.replace(/\/+$/, "")
-      const http = (yield* HttpClient.HttpClient).pipe(HttpClient.mapRequest(withToken(options.token)))
-      const client = yield* HttpApiClient.makeWith(Api.Api, { httpClient: http, baseUrl: url })
-      const unavailable = (detail: string) => new ServerUnavailable({ url, detail })
-      /** The API's own errors pass through; transport and protocol failures say what went wrong. */
-      const call = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, BackendError> =>
-        Effect.catchAll(effect, (error: unknown) => {
-          if (error instanceof HttpApiError.HttpApiDecodeError) {
-            return Effect.fail(new InvalidInput({ message: `The server refused the input: ${error.message}` }))
-          }
-          if (error !== null && typeof error === "object" && "_tag" in error) {
-            switch (error._tag) {
-              case "RequestNotFound":
-              case "AlreadyResolved":
-              case "RequestExpired":
-              case "InvalidResponse":
-              case "SessionApprovalNotFound":
-              case "PersistenceError":
-              case "Unauthorized":
-              case "Forbidden":
-                return Effect.fail(error as BackendError)
-              case "RequestError":
-                return Effect.fail(unavailable(`cannot connect (${String((error as { cause?: unknown }).cause ?? error)})`))
-              case "ResponseError":
-                return Effect.fail(unavailable(`unexpected reply: ${(error as unknown as Error).message}`))
-            }
-          }
-          return Effect.fail(unavailable(`unreadable reply: ${String(error)}`))
-        })
-      const stream = ({ afterSeq, sessionKey }: AuditOptions) =>
-        Stream.unwrapScoped(Effect.gen(function*() {
-          const request = HttpClientRequest.get(`${url}/audit/stream`).pipe(
-            HttpClientRequest.setUrlParams({
-              ...(afterSeq !== undefined ? { afterSeq: String(afterSeq) } : {}),
-              ...(sessionKey !== undefined ? { sessionKey } : {})
-            })
-          )
-          const response = yield* call(http.execute(request))
-          if (response.status !== 200) {
-            const refused = yield* call(HttpClientResponse.schemaBodyJson(ErrorReply)(response))
-            return yield* Effect.fail(refused)
-          }
-          return Stream.mapError(sseEvents(response.stream), (error) =>
-            error._tag === "ParseError"
-              ? unavailable(`unreadable event: ${error.message}`)
-              : unavailable(`the event stream failed: ${error.message}`))
-        }))
-      // The server checks ids and session keys against its schemas; these casts only name them.
-      const request = (requestId: string) => ({ requestId: requestId as ApprovalRequest.RequestId })
-      const session = (sessionKey: string) => sessionKey as ToolCall.SessionKey
-      return Backend.of({
-        target: url,
-        pending: (sessionKey) =>
-          call(client.approvals.pending({ urlParams: { sessionKey: sessionKey === undefined ? undefined : session(sessionKey) } })),
-        respond: (requestId, answer) => call(client.approvals.respond({ path: request(requestId), payload: answer })),
-        extend: (requestId, ttlMs) => call(client.approvals.extend({ path: request(requestId), payload: { ttlMs } })),
-        sessionApprovals: (sessionKey) => call(client.sessions.list({ path: { sessionKey: session(sessionKey) } })),
-        revoke: (sessionKey, sessionApprovalId) =>
-          call(client.sessions.revoke({
-            path: {
-              sessionKey: session(sessionKey),
-              sessionApprovalId: sessionApprovalId as SessionApproval.SessionApprovalId
-            }
-          })),
-        clear: (sessionKey) =>
-          Effect.map(call(client.sessions.clear({ path: { sessionKey: session(sessionKey) } })), (r) => r.cleared),
-        audit: (options) =>
-          options.follow
-            ? stream(options)
-            : paged(
-              (after) =>
-                call(client.audit.query({
-                  urlParams: {
-                    afterSeq: after,
-                    sessionKey: options.sessionKey === undefined ? undefined : session(options.sessionKey),
-                    limit: pageSize
-                  }
-                })),
-              options.afterSeq ?? 0
-            )
-      })
-    })
-  ).pipe(Layer.provide(FetchHttpClient.layer))
+  // loaded only when asked for, so commands on the file start without the HTTP client and API
+  Layer.unwrapEffect(Effect.promise(() => import("./internal/remote.js")).pipe(Effect.map((remote) => remote.layer(options))))

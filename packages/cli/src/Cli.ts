@@ -19,10 +19,8 @@
  * @since 0.1.0
  */
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { HttpServer } from "@effect/platform"
 import type { FileSystem } from "@effect/platform"
 import { ApprovalRequest, AuditEvent, Policy, SessionApproval, ToolCall, type ToolGateError } from "@tool-gate/core"
-import { Auth, Server } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import {
   Cause,
@@ -543,6 +541,10 @@ const serve = Command.make(
   },
   (config) =>
     Effect.gen(function*() {
+      // the server is loaded only to serve, so the other commands start without it
+      const [HttpServer, { Auth, Server }] = yield* Effect.promise(() =>
+        Promise.all([import("@effect/platform/HttpServer"), import("@tool-gate/server")])
+      )
       const tokens = yield* Option.match(config.tokens, { onNone: () => Auth.fromEnv, onSome: Auth.fromFile })
       const policy = yield* loadPolicy(config.policy)
       const context = yield* Layer.build(

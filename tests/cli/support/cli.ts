@@ -4,9 +4,11 @@
  * in a temp dir or a `toolgate serve` process. Pending requests come from a gate in the test
  * process (Bun's driver) on the same file, as an agent process would create them.
  */
+import { NodeContext } from "@effect/platform-node"
+import { Cli } from "@tool-gate/cli"
 import { PauseSignal, Policy, type ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Effect, ManagedRuntime } from "effect"
+import { Console, Effect, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -39,6 +41,25 @@ export const toolgate = async (args: ReadonlyArray<string>, env: Record<string, 
     child.exited
   ])
   return { code, stdout, stderr }
+}
+
+/**
+ * Runs the same command line in this process (the `Command` value, output read through the
+ * `Console` service, the bin's exit code): for tables of cases where a process each adds only time.
+ */
+export const toolgateHere = async (args: ReadonlyArray<string>): Promise<Result> => {
+  let stdout = ""
+  let stderr = ""
+  const console = Effect.runSync(Effect.console)
+  const captured: Console.Console = {
+    ...console,
+    log: (...values) => Effect.sync(() => void (stdout += `${values.join(" ")}\n`)),
+    error: (...values) => Effect.sync(() => void (stderr += `${values.join(" ")}\n`))
+  }
+  const exit = await Effect.runPromiseExit(
+    Cli.run(["node", "toolgate", ...args]).pipe(Effect.provide(NodeContext.layer), Effect.withConsole(captured))
+  )
+  return { code: Cli.exitCode(exit), stdout, stderr }
 }
 
 /** `toolgate ARGS --json`'s parsed output, failing loudly when the command failed. */
