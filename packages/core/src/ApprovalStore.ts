@@ -167,8 +167,10 @@ export interface Service {
   readonly events: (query?: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
   readonly lastSeq: Effect.Effect<number, PersistenceError>
   /**
-   * Hints that something was committed (by any process the store can observe), carrying the
-   * newest sequence number known. Readers then read the log; a hint may be coalesced or repeated.
+   * Hints that something may have been committed (by any process the store can observe). Readers
+   * then read the log after what they have seen; a hint may be coalesced, repeated or spurious.
+   * It carries the newest sequence number this process knows of, which for another process's
+   * commit may be older than that commit.
    */
   readonly subscribe: Effect.Effect<Queue.Dequeue<number>, never, Scope.Scope>
 }

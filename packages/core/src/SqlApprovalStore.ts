@@ -317,22 +317,23 @@ export const make = (
     // Each subscriber holds at most one outstanding hint: while one is unread, commits add
     // nothing, so a burst of commits costs the reader one wake-up, not one per commit.
     const subscribers = new Set<Queue.Queue<number>>()
+    const offer = (seq: number) => {
+      for (const queue of subscribers) {
+        // size is negative while the reader waits in `take`
+        if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(seq)
+      }
+    }
     const hint = (seq: number | undefined) =>
       Effect.sync(() => {
         if (seq === undefined || seq <= known) return
         known = seq
-        for (const queue of subscribers) {
-          // size is negative while the reader waits in `take`
-          if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(seq)
-        }
+        offer(seq)
       })
+    // Another process may have committed: readers read the log after what they have seen (reading
+    // `max(seq)` first would only put one more read on the way to a waiter).
     const watcher = yield* RcRef.make({
       acquire: feed.changes.pipe(
-        Stream.runForEach(() =>
-          Effect.flatMap(read("lastSeq", readLastSeq), hint).pipe(
-            Effect.catchAllCause((cause) => Effect.logDebug("tool-gate: reading the last sequence number failed", cause))
-          )
-        ),
+        Stream.runForEach(() => Effect.sync(() => offer(known))),
         Effect.forkScoped
       )
     })

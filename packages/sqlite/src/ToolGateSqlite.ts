@@ -68,6 +68,8 @@ export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, 
 
 const wallClock = Clock.make()
 
+const ECHO_MS = 3
+
 /**
  * Signals whenever a file next to the database (the database, its `-wal` or `-shm`) changes, and
  * every `fallbackInterval` of wall-clock time in case the platform drops a watch event.
@@ -76,11 +78,21 @@ const fileChanges = (filename: string, fallbackInterval: Duration.DurationInput)
   const path = resolve(filename)
   const name = basename(path)
   const watched = Stream.async<void>((emit) => {
+    // A commit's last write to the WAL comes just before its index update in shared memory (which
+    // no watch sees): a reader quick enough can look in between and find nothing new. So each burst
+    // of changes is signalled again a little after it ends.
+    let echo: ReturnType<typeof setTimeout> | undefined
     const watcher = watch(dirname(path), (_event, changed) => {
-      if (changed === null || changed.startsWith(name)) emit.single(undefined)
+      if (changed !== null && !changed.startsWith(name)) return
+      emit.single(undefined)
+      clearTimeout(echo)
+      echo = setTimeout(() => emit.single(undefined), ECHO_MS)
     })
     watcher.on("error", () => emit.end())
-    return Effect.sync(() => watcher.close())
+    return Effect.sync(() => {
+      clearTimeout(echo)
+      watcher.close()
+    })
   })
   const polled = Stream.repeatEffect(Effect.withClock(Effect.sleep(fallbackInterval), wallClock))
   return Stream.merge(watched, polled)
