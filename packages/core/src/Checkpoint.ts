@@ -9,7 +9,7 @@
  * string token.
  *
  * @example
- * import { Checkpoint, PauseSignal, ToolGate } from "@tool-gate/core"
+ * import { Checkpoint, type PauseSignal } from "@tool-gate/core"
  * import { Effect, Schema } from "effect"
  *
  * const AgentTurn = Checkpoint.make("agent-turn", {

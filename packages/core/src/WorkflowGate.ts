@@ -18,7 +18,7 @@
  * @example
  * import * as Workflow from "@effect/workflow/Workflow"
  * import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
- * import { Policy, ToolGate } from "@tool-gate/core"
+ * import { Policy } from "@tool-gate/core"
  * import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
  * import { ToolGateSqlite } from "@tool-gate/sqlite"
  * import { Effect, Layer, Schema } from "effect"
