@@ -213,7 +213,11 @@ const sessionKey = (description: string) =>
 const idArg = (description: string) =>
   Args.text({ name: "id" }).pipe(Args.withDescription(description), Args.mapEffect(nonBlank("the id")))
 
-const requestId = idArg("the request id (req_...)")
+/** The options and argument of every command that acts on one request. */
+const onRequest = { ...target, json, id: idArg("the request id (req_...)") }
+
+const reason = (description: string) =>
+  Options.text("reason").pipe(Options.withPseudoName("TEXT"), Options.withDescription(description), Options.optional)
 
 // Editing nothing but a scalar makes no sense: arguments are a JSON object, as the model sent them.
 const editedArgs = Options.text("args").pipe(
@@ -319,9 +323,7 @@ const answered = (asJson: boolean) => (request: ApprovalRequest.ApprovalRequest)
 const approve = Command.make(
   "approve",
   {
-    ...target,
-    json,
-    id: requestId,
+    ...onRequest,
     session: Options.boolean("session").pipe(
       Options.withDescription("approve for the rest of the session, not only this call")
     ),
@@ -330,11 +332,7 @@ const approve = Command.make(
       Options.optional
     ),
     args: editedArgs,
-    reason: Options.text("reason").pipe(
-      Options.withPseudoName("TEXT"),
-      Options.withDescription("a note kept with the answer"),
-      Options.optional
-    )
+    reason: reason("a note kept with the answer")
   },
   (config) =>
     Effect.gen(function*() {
@@ -349,9 +347,9 @@ const approve = Command.make(
       const backend = yield* Backend.Backend
       const request = yield* backend.respond(config.id, {
         decision: config.session ? "approve_session" : "approve_once",
-        ...Option.match(config.scope, { onNone: () => ({}), onSome: (scope) => ({ scope }) }),
-        ...Option.match(config.args, { onNone: () => ({}), onSome: (editedArgs) => ({ editedArgs }) }),
-        ...Option.match(config.reason, { onNone: () => ({}), onSome: (reason) => ({ reason }) })
+        scope: Option.getOrUndefined(config.scope),
+        editedArgs: Option.getOrUndefined(config.args),
+        reason: Option.getOrUndefined(config.reason)
       })
       yield* answered(config.json)(request)
     })
@@ -360,29 +358,20 @@ const approve = Command.make(
 const deny = Command.make(
   "deny",
   {
-    ...target,
-    json,
-    id: requestId,
-    reason: Options.text("reason").pipe(
-      Options.withPseudoName("TEXT"),
-      Options.withDescription("why; the agent's model reads it"),
-      Options.optional
-    )
+    ...onRequest,
+    reason: reason("why; the agent's model reads it")
   },
   (config) =>
     Effect.flatMap(Backend.Backend, (backend) =>
-      backend.respond(config.id, {
-        decision: "deny",
-        ...Option.match(config.reason, { onNone: () => ({}), onSome: (reason) => ({ reason }) })
-      })).pipe(Effect.flatMap(answered(config.json)))
+      backend.respond(config.id, { decision: "deny", reason: Option.getOrUndefined(config.reason) })).pipe(
+        Effect.flatMap(answered(config.json))
+      )
 ).pipe(Command.withDescription("Deny a pending request"), withBackend)
 
 const extend = Command.make(
   "extend",
   {
-    ...target,
-    json,
-    id: requestId,
+    ...onRequest,
     ttl: Options.text("ttl").pipe(
       Options.withPseudoName("DURATION"),
       Options.withDescription("more time from now: 90s, 10m, 2h, 1d"),
