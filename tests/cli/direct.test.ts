@@ -267,4 +267,11 @@ describe("toolgate on the SQLite file", () => {
     expect(broken.stderr).toStartWith("toolgate: Approval store failed during ")
     expect(broken.stderr.trim().split("\n")).toHaveLength(1)
   })
+
+  test("demo runs the README demo: the agent pauses, toolgate approves from another process, the agent resumes", async () => {
+    const demo = await toolgate(["demo"])
+    expect(demo.code).toBe(0)
+    expect(demo.stdout).toMatch(/\$ npx toolgate approve req_[0-9a-f-]{36} --db \.toolgate\/demo\.db\napproved req_/)
+    expect(demo.stdout).toContain("done after 2 model turns.")
+  }, 60_000)
 })
