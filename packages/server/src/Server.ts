@@ -33,7 +33,7 @@ import type { ApprovalStore, ToolGate } from "@tool-gate/core"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import * as Auth from "./Auth.js"
-import * as Console from "./Console.js"
+import * as WebConsole from "./WebConsole.js"
 import * as Http from "./Http.js"
 
 /**
@@ -84,7 +84,7 @@ export const layerApp = (
       Layer.mergeAll(
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
         HttpApiSwagger.layer({ path: "/docs" }),
-        Console.layer,
+        WebConsole.layer,
         Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024),
         challenge
       )

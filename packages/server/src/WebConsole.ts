@@ -7,14 +7,15 @@
  * reason, approve with edited arguments), and follows the audit stream so every tab agrees.
  *
  * `Server.layerApp` mounts it; this layer is for an app built some other way on `HttpApiBuilder`.
+ * (Named `WebConsole`, not `Console`, so it never shadows `effect`'s `Console`.)
  *
  * @example
  * import { HttpApiBuilder } from "@effect/platform"
- * import { Console } from "@tool-gate/server"
+ * import { WebConsole } from "@tool-gate/server"
  * import { Layer } from "effect"
  *
  * // beside the API's own layers, under HttpApiBuilder.serve()
- * const App = HttpApiBuilder.serve().pipe(Layer.provide(Console.layer))
+ * const App = HttpApiBuilder.serve().pipe(Layer.provide(WebConsole.layer))
  *
  * @since 0.1.0
  */

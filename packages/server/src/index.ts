@@ -10,7 +10,7 @@ export * as Api from "./Api.js"
 /** @since 0.1.0 */
 export * as Auth from "./Auth.js"
 /** @since 0.1.0 */
-export * as Console from "./Console.js"
+export * as WebConsole from "./WebConsole.js"
 /** @since 0.1.0 */
 export * as Http from "./Http.js"
 /** @since 0.1.0 */
