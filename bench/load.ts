@@ -16,10 +16,10 @@
  * each); every SSE client received every event of the log after its start exactly once, in seq
  * order. One JSON line per store.
  *
- * Bounded: N answers plus N/10 conflicts, reads stop with the answers, 10 s per request, and a
- * run fails after LOAD_DEADLINE_S.
+ * Bounded: N answers plus N/10 conflicts, reads stop with the answers, 10 s per request; the
+ * server must be ready, and then the run done, within LOAD_DEADLINE_S each.
  *
- *   bun bench/load.ts                 LOAD_REQUESTS=4000 LOAD_SSE_CLIENTS=8 by default
+ *   bun bench/load.ts                 LOAD_REQUESTS=2000 LOAD_SSE_CLIENTS=8 LOAD_DEADLINE_S=120 by default
  */
 import { HttpServer } from "@effect/platform"
 import { type ApprovalRequest, ApprovalStore, type AuditEvent, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
@@ -33,7 +33,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pgSchema } from "../tests/support/sqlStores.js"
 
-const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 4000)
+const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2000)
 const SSE_CLIENTS = Number(process.env.LOAD_SSE_CLIENTS ?? 8)
 const SESSIONS = 50
 const DEADLINE_S = Number(process.env.LOAD_DEADLINE_S ?? 120)
@@ -348,20 +348,23 @@ const runAgainst = async <E>(
     stderr: "inherit",
     env: process.env
   })
+  const notReady = setTimeout(() => child.kill(), DEADLINE_S * 1000)
   try {
     const reader = child.stdout.getReader()
     const decoder = new TextDecoder()
     let out = ""
     while (!out.includes("\n")) {
       const chunk = await reader.read()
-      if (chunk.done) throw new Error(`the ${kind} server process ended before it was ready`)
+      if (chunk.done) throw new Error(`the ${kind} server process ended (or took over ${DEADLINE_S} s) before it was ready`)
       out += decoder.decode(chunk.value, { stream: true })
     }
+    clearTimeout(notReady)
     const ready = JSON.parse(out.slice(0, out.indexOf("\n"))) as Ready
     return await Effect.runPromise(
       runLoad({ ...ready, token, sessions: SESSIONS, sseClients: SSE_CLIENTS }).pipe(Effect.provide(storeLayer))
     )
   } finally {
+    clearTimeout(notReady)
     child.kill()
     await child.exited
   }
