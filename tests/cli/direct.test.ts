@@ -171,6 +171,7 @@ describe("toolgate on the SQLite file", () => {
       [["extend", id, ...db], "--ttl"],
       [["audit", ...db, "--after", "-1"], "--after must be 0 or more"],
       [["approve", ...db], "id"],
+      [["pending", "--db", `${f.dir}/typo.db`], `no database at ${f.dir}/typo.db: give the file your agents use with --db`],
       [["frobnicate"], "Invalid subcommand"],
       [[], "missing command"]
     ]

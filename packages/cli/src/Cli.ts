@@ -219,7 +219,7 @@ const onRequest = { ...target, json, id: idArg("the request id (req_...)") }
 const reason = (description: string) =>
   Options.text("reason").pipe(Options.withPseudoName("TEXT"), Options.withDescription(description), Options.optional)
 
-// Editing nothing but a scalar makes no sense: arguments are a JSON object, as the model sent them.
+// Arguments are a JSON object, as the model sent them; anything else is refused before a backend is asked.
 const editedArgs = Options.text("args").pipe(
   Options.withPseudoName("JSON"),
   Options.withDescription("approve with these arguments instead (a JSON object); the policy judges them again"),
@@ -285,8 +285,17 @@ const backend = (config: Target) =>
   Option.match(config.server, {
     onSome: (url) => Backend.layerRemote({ url, token: config.token }),
     onNone: () =>
-      Layer.unwrapEffect(Effect.map(loadPolicy(config.policy), (policy) =>
-        Backend.layerDirect({ filename: config.db, policy, actor: Option.getOrElse(config.actor, osUser) })))
+      Layer.unwrapEffect(Effect.gen(function*() {
+        // Opening a path would create an empty database there: a mistyped --db would then list
+        // nothing and answer nothing, silently.
+        if (!existsSync(config.db)) {
+          return yield* new Backend.InvalidInput({
+            message: `no database at ${config.db}: give the file your agents use with --db (or TOOLGATE_DB)`
+          })
+        }
+        const policy = yield* loadPolicy(config.policy)
+        return Backend.layerDirect({ filename: config.db, policy, actor: Option.getOrElse(config.actor, osUser) })
+      }))
   })
 
 /** Prints `value` as JSON encoded by `schema`, or as text. */
