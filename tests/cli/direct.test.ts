@@ -51,7 +51,7 @@ describe("toolgate on the SQLite file", () => {
       // @effect/cli names a subcommand alone in its usage line
       expect(result.stdout).toContain(`$ ${commands[i]!.at(-1) ?? "toolgate"}`)
     })
-    expect(results[3]!.stdout).toContain("[--scope exact | tool] [--args JSON]")
+    expect(results[3]!.stdout).toContain("[--scope exact | tool] [--session-ttl DURATION] [--args JSON]")
     expect(results[5]!.stdout).toContain("--ttl DURATION")
   })
 
@@ -139,8 +139,12 @@ describe("toolgate on the SQLite file", () => {
     expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session sess)`)
     expect((await toolgateHere(["approvals", "list", ...db, "--session", "sess"])).stdout.trim()).toBe("no session approvals in sess")
 
+    // a session approval that lapses
     const id2 = await f.pause(bash("sess", "c3"))
-    await toolgateHere(["approve", id2, ...db, "--session"])
+    await toolgate(["approve", id2, ...db, "--session", "--session-ttl", "2h"])
+    const [lapsing] = await toolgateJson(["approvals", "list", ...db, "--session", "sess"])
+    expect(lapsing.expiresAt).toBeGreaterThan(Date.now() + 90 * 60 * 1000)
+    expect(lapsing.expiresAt).toBeLessThanOrEqual(Date.now() + 2 * 60 * 60 * 1000)
     const cleared = await toolgate(["approvals", "clear", ...db, "--session", "sess"])
     expect(cleared).toMatchObject({ code: 0, stdout: "cleared 1 session approval(s) of sess\n" })
   })
@@ -164,6 +168,8 @@ describe("toolgate on the SQLite file", () => {
       [["approve", id, ...db, "--args", "[\"ls\"]"], "--args must be a JSON object of arguments"],
       [["approve", id, ...db, "--args", "{\"command\":\"ls\"}"], "--args needs the policy (--policy FILE or TOOLGATE_POLICY)"],
       [["approve", id, ...db, "--scope", "tool"], "--scope applies only with --session"],
+      [["approve", id, ...db, "--session-ttl", "1h"], "--session-ttl applies only with --session"],
+      [["approve", id, ...db, "--session", "--session-ttl", "whenever"], "--session-ttl: expected a duration"],
       [["approve", id, ...db, "--session", "--scope", "everything"], "Expected one of the following cases: exact, tool"],
       [["extend", id, ...db, "--ttl", "soon"], "--ttl: expected a duration such as 90s, 10m, 2h"],
       [["extend", id, ...db, "--ttl", "0s"], "--ttl: must be more than 0"],

@@ -247,23 +247,30 @@ const unitMillis = (unit: string): number => {
 }
 
 /**
- * A `--ttl`: `90s`, `10m`, `2h`, `1d`, `500ms`, `10 minutes`; at most about 24.8 days (the longest
- * timer a runtime keeps, and the server's limit).
+ * A duration option (`--ttl`): `90s`, `10m`, `2h`, `1d`, `500ms`, `10 minutes`, in milliseconds;
+ * at most about 24.8 days (the longest timer a runtime keeps, and the server's limit).
  *
  * @since 0.1.0
  * @category utils
  */
-export const parseTtl = (text: string): Either.Either<number, string> => {
+export const parseDuration = (flag: string, text: string): Either.Either<number, string> => {
   const match = ttlPattern.exec(text.trim())
   if (match === null) {
-    return Either.left(`--ttl: expected a duration such as 90s, 10m, 2h or "10 minutes", got "${text}"`)
+    return Either.left(`${flag}: expected a duration such as 90s, 10m, 2h or "10 minutes", got "${text}"`)
   }
   const millis = Math.round(Number(match[1]) * unitMillis(match[2]!))
   if (millis <= 0 || millis > maxTtlMs) {
-    return Either.left(`--ttl: must be more than 0 and at most ${Format.duration(maxTtlMs)}, got "${text}"`)
+    return Either.left(`${flag}: must be more than 0 and at most ${Format.duration(maxTtlMs)}, got "${text}"`)
   }
   return Either.right(millis)
 }
+
+const duration = (flag: string, description: string) =>
+  Options.text(flag).pipe(
+    Options.withPseudoName("DURATION"),
+    Options.withDescription(description),
+    Options.mapEffect((text) => Either.mapLeft(parseDuration(`--${flag}`, text), invalid))
+  )
 
 // Wiring -----------------------------------------------------------------------------------------
 
@@ -340,13 +347,19 @@ const approve = Command.make(
       Options.withDescription("with --session: the same arguments only (exact), or any call of the tool (tool)"),
       Options.optional
     ),
+    sessionTtl: duration("session-ttl", "with --session: the session approval lapses after this long").pipe(
+      Options.optional
+    ),
     args: editedArgs,
     reason: reason("a note kept with the answer")
   },
   (config) =>
     Effect.gen(function*() {
-      if (Option.isSome(config.scope) && !config.session) {
-        return yield* new Backend.InvalidInput({ message: "--scope applies only with --session (approve for the session)" })
+      const sessionOnly = [["--scope", Option.isSome(config.scope)], ["--session-ttl", Option.isSome(config.sessionTtl)]] as const
+      for (const [flag, given] of sessionOnly) {
+        if (given && !config.session) {
+          return yield* new Backend.InvalidInput({ message: `${flag} applies only with --session (approve for the session)` })
+        }
       }
       if (Option.isSome(config.args) && Option.isNone(config.server) && Option.isNone(config.policy)) {
         return yield* new Backend.InvalidInput({
@@ -357,6 +370,7 @@ const approve = Command.make(
       const request = yield* backend.respond(config.id, {
         decision: config.session ? "approve_session" : "approve_once",
         scope: Option.getOrUndefined(config.scope),
+        sessionTtlMs: Option.getOrUndefined(config.sessionTtl),
         editedArgs: Option.getOrUndefined(config.args),
         reason: Option.getOrUndefined(config.reason)
       })
@@ -381,11 +395,7 @@ const extend = Command.make(
   "extend",
   {
     ...onRequest,
-    ttl: Options.text("ttl").pipe(
-      Options.withPseudoName("DURATION"),
-      Options.withDescription("more time from now: 90s, 10m, 2h, 1d"),
-      Options.mapEffect((text) => Either.mapLeft(parseTtl(text), invalid))
-    )
+    ttl: duration("ttl", "more time from now: 90s, 10m, 2h, 1d")
   },
   (config) =>
     Effect.gen(function*() {
