@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
+import { type AddressInfo, createServer } from "node:net"
 import { join } from "node:path"
 import { type Fixture, fixture, run, type Running, start, toolgate, toolgateHere, toolgateJson } from "./support/cli.js"
 
@@ -166,9 +167,16 @@ describe("toolgate against a server", () => {
   })
 
   test("no server at the URL exits 8; serve refuses a bad token file (exit 2) and a taken port (exit 8)", async () => {
-    const gone = await toolgate(["pending", "--server", "http://127.0.0.1:9", "--token", tokens.approver])
+    // a port just freed, so nothing listens there
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo
+        probe.close(() => resolve(port))
+      })
+    })
+    const gone = await toolgate(["pending", "--server", `http://127.0.0.1:${port}`, "--token", tokens.approver])
     expect(gone.code).toBe(8)
-    expect(gone.stderr).toStartWith("toolgate: Server http://127.0.0.1:9: cannot connect")
+    expect(gone.stderr.trim()).toBe(`toolgate: Server http://127.0.0.1:${port}: cannot connect (connect ECONNREFUSED 127.0.0.1:${port})`)
 
     const badTokens = join(f.dir, "bad-tokens.json")
     writeFileSync(badTokens, JSON.stringify([{ token: "short", name: "x", role: "boss" }]))

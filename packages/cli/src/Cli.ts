@@ -535,7 +535,11 @@ const serve = Command.make(
   {
     db,
     policy: policyOption,
-    port: Options.integer("port").pipe(Options.withPseudoName("PORT"),Options.withDescription("0 picks a free port"), Options.withDefault(7070)),
+    port: Options.integer("port").pipe(
+      Options.withPseudoName("PORT"),
+      Options.withDescription("0 picks a free port"),
+      Options.withDefault(7070)
+    ),
     host: Options.text("host").pipe(
       Options.withPseudoName("HOST"),
       Options.withDescription("the address to bind; the default is reachable from this machine only"),
@@ -561,7 +565,9 @@ const serve = Command.make(
         )
       )
       const address = Context.get(context, HttpServer.HttpServer).address
-      const where = address._tag === "TcpAddress" ? `http://${address.hostname}:${address.port}` : address.path
+      const where = address._tag === "TcpAddress"
+        ? `http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}`
+        : address.path
       yield* Console.log(`toolgate: serving ${where} on ${config.db} (${tokens.length} token(s)); stop with Ctrl-C`)
       if (Option.isNone(config.policy)) {
         yield* Console.error("toolgate: no --policy given: approvals with edited arguments will be denied")

@@ -23,6 +23,13 @@ const ErrorReply = Schema.Union(Auth.Unauthorized, Auth.Forbidden)
 const withToken = (token: Option.Option<Redacted.Redacted>) => (request: HttpClientRequest.HttpClientRequest) =>
   Option.match(token, { onNone: () => request, onSome: (value) => HttpClientRequest.bearerToken(request, value) })
 
+/** The innermost cause's message: fetch says "fetch failed", its cause says why (ECONNREFUSED ...). */
+const reasonOf = (error: unknown): string => {
+  let reason = error
+  while (reason instanceof Object && "cause" in reason && reason.cause !== undefined) reason = reason.cause
+  return reason instanceof Error ? reason.message : String(reason)
+}
+
 /** `Backend.layerRemote`'s implementation. */
 export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
   Layer.effect(
@@ -50,7 +57,7 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
               case "Forbidden":
                 return Effect.fail(error as BackendError)
               case "RequestError":
-                return Effect.fail(unavailable(`cannot connect (${String((error as { cause?: unknown }).cause ?? error)})`))
+                return Effect.fail(unavailable(`cannot connect (${reasonOf(error)})`))
               case "ResponseError":
                 return Effect.fail(unavailable(`unexpected reply: ${(error as unknown as Error).message}`))
             }
