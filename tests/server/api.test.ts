@@ -209,8 +209,11 @@ describe("HTTP approval API", () => {
         "/approvals/{requestId}/respond",
         "/sessions/{sessionKey}/approvals",
         "/audit/stream",
+        "/me",
         "/health"
       ]))
+      expect(spec.json.paths["/me"].get.security).toEqual([{ bearer: [] }])
+      expect(spec.json.paths["/me"].get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Identity" })
       const respond = spec.json.paths["/approvals/{requestId}/respond"].post
       expect(Object.keys(respond.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "409", "410", "413", "503"]))
       expect(spec.json.components.securitySchemes).toBeDefined()

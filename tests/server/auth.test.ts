@@ -168,6 +168,21 @@ describe("roles and session patterns over HTTP", () => {
       expect(next.json.map((e: { toolCallId: string }) => e.toolCallId)).toEqual(["a2"])
     }))
 
+  it.live("/me names the token's holder, role and session patterns, never the token", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const me = (token: "approver" | "auditor" | "teamA") => server.request("GET", "/me", { token })
+      expect((yield* me("approver")).json).toEqual({ name: "ana", role: "approver" })
+      expect((yield* me("auditor")).json).toEqual({ name: "audit-bot", role: "auditor" })
+      const teamA = yield* me("teamA")
+      expect(teamA.status).toBe(200)
+      expect(teamA.json).toEqual({ name: "alice", role: "approver", sessions: ["team-a-*"] })
+      expect(teamA.text).not.toContain(tokenList[2]!.token)
+      const anonymous = yield* server.request("GET", "/me", { token: null })
+      expect(anonymous.status).toBe(401)
+      expect(anonymous.json._tag).toBe("Unauthorized")
+    }))
+
   it.live("a limited token's audit stream carries only its sessions", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

@@ -118,7 +118,8 @@ const protectedEndpoints: ReadonlyArray<Omit<Row, "input" | "expected"> & { read
   { method: "DELETE", path: () => "/sessions/s1/approvals", answers: true },
   { method: "POST", path: () => "/sessions/s1/clear", answers: true },
   { method: "GET", path: () => "/audit", answers: false },
-  { method: "GET", path: () => "/audit/stream", answers: false }
+  { method: "GET", path: () => "/audit/stream", answers: false },
+  { method: "GET", path: () => "/me", answers: false }
 ]
 
 const withToken = (options: RequestOptions | undefined, token: Exclude<RequestOptions["token"], undefined>): RequestOptions => ({ ...options, token })

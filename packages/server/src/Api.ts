@@ -1,6 +1,7 @@
 /**
  * The HTTP approval API as an `HttpApi` contract: pending approvals, answers, TTL extensions,
- * session approvals, the audit log (query and a resumable Server-Sent Events stream) and health.
+ * session approvals, the audit log (query and a resumable Server-Sent Events stream), the caller's
+ * identity and health.
  * Bodies and responses are the domain schemas of `@tool-gate/core`; domain errors keep their HTTP
  * status and their body says what was wrong (`_tag`, the error's fields and `message`).
  *
@@ -18,7 +19,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { ApprovalRequest, AuditEvent, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
-import { Authentication, Forbidden } from "./Auth.js"
+import { Authentication, Forbidden, Role } from "./Auth.js"
 
 /**
  * The core's errors compute `message` from their fields instead of storing it, so their own
@@ -116,6 +117,19 @@ export const AuditParams = Schema.Struct({
   until: Schema.optional(TimeParam),
   limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
 })
+
+/**
+ * Who the presented token is (never the token itself): `sessions` is absent for a token that
+ * sees every session.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Identity = Schema.Struct({
+  name: Schema.String,
+  role: Role,
+  sessions: Schema.optional(Schema.Array(Schema.String))
+}).annotations({ identifier: "Identity" })
 
 /**
  * @since 0.1.0
@@ -224,6 +238,19 @@ export class AuditGroup extends HttpApiGroup.make("audit")
  * @since 0.1.0
  * @category groups
  */
+export class IdentityGroup extends HttpApiGroup.make("identity")
+  .add(
+    HttpApiEndpoint.get("me", "/me")
+      .addSuccess(Identity)
+      .annotate(OpenApi.Description, "The token's name, role and session patterns, for any valid token.")
+  )
+  .middleware(Authentication)
+{}
+
+/**
+ * @since 0.1.0
+ * @category groups
+ */
 export class HealthGroup extends HttpApiGroup.make("health")
   .add(
     HttpApiEndpoint.get("health", "/health")
@@ -240,6 +267,7 @@ export class Api extends HttpApi.make("tool-gate")
   .add(ApprovalsGroup)
   .add(SessionsGroup)
   .add(AuditGroup)
+  .add(IdentityGroup)
   .add(HealthGroup)
   .addError(PersistenceError)
   .addError(PayloadTooLarge)

@@ -153,6 +153,15 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
  * @since 0.1.0
  * @category layers
  */
+export const layerIdentity = HttpApiBuilder.group(Api, "identity", (handlers) =>
+  handlers.handle("me", () =>
+    Effect.map(Auth.CurrentPrincipal, ({ name, role, sessions }) =>
+      sessions === undefined ? { name, role } : { name, role, sessions })))
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerHealth = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function*() {
     const store = yield* ApprovalStore.ApprovalStore
@@ -170,7 +179,7 @@ export const layer: Layer.Layer<
   never,
   ToolGate.ToolGate | ApprovalStore.ApprovalStore | Auth.Authentication
 > = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([layerApprovals, layerSessions, layerAudit, layerHealth])
+  Layer.provide([layerApprovals, layerSessions, layerAudit, layerIdentity, layerHealth])
 )
 
 const tooLarge = (limitBytes: number) =>
