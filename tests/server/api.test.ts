@@ -209,6 +209,7 @@ describe("HTTP approval API", () => {
         "/approvals/{requestId}/respond",
         "/sessions/{sessionKey}/approvals",
         "/audit/stream",
+        "/audit/head",
         "/me",
         "/health"
       ]))

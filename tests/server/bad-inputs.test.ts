@@ -119,6 +119,7 @@ const protectedEndpoints: ReadonlyArray<Omit<Row, "input" | "expected"> & { read
   { method: "POST", path: () => "/sessions/s1/clear", answers: true },
   { method: "GET", path: () => "/audit", answers: false },
   { method: "GET", path: () => "/audit/stream", answers: false },
+  { method: "GET", path: () => "/audit/head", answers: false },
   { method: "GET", path: () => "/me", answers: false }
 ]
 

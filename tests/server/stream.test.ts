@@ -1,6 +1,7 @@
 /**
  * The audit stream (Server-Sent Events) against a real server: replay, disconnect, resume with
- * Last-Event-ID, live events; no gap and no duplicate across reconnects.
+ * Last-Event-ID, live events; no gap and no duplicate across reconnects; the log's head as the
+ * point to resume from.
  */
 import { expect } from "bun:test"
 import { Effect } from "effect"
@@ -64,6 +65,24 @@ describe("audit stream (SSE)", () => {
       yield* server.gate.evaluate({ id: "z", name: "rm", sessionKey: "s1" })
       const [next] = yield* s1Denials.take(1)
       expect(next!.data).toMatchObject({ seq: 9, toolCallId: "z" })
+    }))
+
+  it.live("/audit/head is the last seq, for any token; the stream resumed from it starts with the next event", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const head = (token: "approver" | "auditor" | "teamA") =>
+        Effect.map(server.request("GET", "/audit/head", { token }), (reply) => reply.json)
+      expect(yield* head("auditor")).toEqual({ lastSeq: 0 })
+      yield* decisions(server, 1, 4, "team-b-1")
+      // a token limited to team-a-* sees none of these events, and still the same number
+      for (const token of ["approver", "auditor", "teamA"] as const) expect(yield* head(token)).toEqual({ lastSeq: 4 })
+
+      const { lastSeq } = yield* head("teamA")
+      const stream = yield* openStream(server, { lastEventId: String(lastSeq), token: "teamA" })
+      yield* server.gate.evaluate({ id: "after", name: "ls", sessionKey: "team-a-1" })
+      const [next] = yield* stream.take(1)
+      expect(next!.data).toMatchObject({ seq: 5, toolCallId: "after" })
+      expect((yield* server.request("GET", "/audit/head", { token: null })).status).toBe(401)
     }))
 
   it.live("many reconnects at arbitrary points while events keep coming: no gap, no duplicate", () =>

@@ -1,7 +1,7 @@
 /**
  * The HTTP approval API as an `HttpApi` contract: pending approvals, answers, TTL extensions,
- * session approvals, the audit log (query and a resumable Server-Sent Events stream), the caller's
- * identity and health.
+ * session approvals, the audit log (query, its head and a resumable Server-Sent Events stream), the
+ * caller's identity and health.
  * Bodies and responses are the domain schemas of `@tool-gate/core`; domain errors keep their HTTP
  * status and their body says what was wrong (`_tag`, the error's fields and `message`).
  *
@@ -119,6 +119,17 @@ export const AuditParams = Schema.Struct({
 })
 
 /**
+ * The latest audit sequence number: `GET /audit/stream` with `Last-Event-ID` set to it carries
+ * exactly the events committed after it was read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const AuditHead = Schema.Struct({ lastSeq: Schema.Int.pipe(Schema.nonNegative()) }).annotations({
+  identifier: "AuditHead"
+})
+
+/**
  * Who the presented token is (never the token itself): `sessions` is absent for a token that
  * sees every session.
  *
@@ -218,6 +229,15 @@ export class AuditGroup extends HttpApiGroup.make("audit")
       .setUrlParams(AuditParams)
       .addSuccess(Schema.Array(AuditEvent.AuditEvent))
       .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
+  )
+  .add(
+    HttpApiEndpoint.get("head", "/audit/head")
+      .addSuccess(AuditHead)
+      .annotate(
+        OpenApi.Description,
+        "The latest sequence number in the log (0 when empty), for any token: a stream resumed from it " +
+          "(`Last-Event-ID`) misses nothing that happens after this answer."
+      )
   )
   .add(
     HttpApiEndpoint.get("stream", "/audit/stream")

@@ -1,8 +1,8 @@
 /**
  * The handlers of the approval API, one layer per group, over the `ToolGate` (and, for the audit
- * query and health, the `ApprovalStore`) in context. Handlers are thin: they check what the
- * current principal may do (`Auth.readerFor` / `Auth.approverFor`), call the gate and let domain
- * errors flow out with their status.
+ * query, its head and health, the `ApprovalStore`) in context. Handlers are thin: they check what
+ * the current principal may do (`Auth.readerFor` / `Auth.approverFor`), call the gate and let
+ * domain errors flow out with their status.
  *
  * @example
  * import { HttpApiBuilder, HttpServer } from "@effect/platform"
@@ -136,6 +136,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           }
           return visible
         }))
+      .handle("head", () => Effect.map(store.lastSeq, (lastSeq) => ({ lastSeq })))
       .handle("stream", ({ headers, urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* Auth.CurrentPrincipal
