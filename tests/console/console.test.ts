@@ -268,23 +268,30 @@ describeBrowser("web console", (it) => {
   it.live("after a dropped stream the console reconnects with Last-Event-ID and gets what it missed", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
-      // enough events that finding the last sequence number takes more than one step
       for (let i = 0; i < 11; i++) yield* paused(server.gate, bash("s-1", `c${i}`))
       const lastSeq = yield* server.store.lastSeq
       const lastEventIds: Array<string | undefined> = []
+      const auditReads: Array<string> = []
       let missed: string | undefined
       const page = yield* openConsole(server, {
         before: (page) =>
-          page.route("**/audit/stream", async (route) => {
+          Promise.all([
+            page.route((url) => url.pathname === "/audit" || url.pathname === "/audit/head", (route) => {
+              auditReads.push(new URL(route.request().url()).pathname)
+              return route.continue()
+            }),
+            page.route("**/audit/stream", async (route) => {
             lastEventIds.push(route.request().headers()["last-event-id"])
             if (lastEventIds.length > 1) return route.continue()
             // the first connection fails; meanwhile a request is made
             missed = await Effect.runPromise(paused(server.gate, bash("s-1", "missed")))
             return route.abort()
           })
+          ])
       })
       yield* ui(() => page.locator("article.request").nth(11).waitFor())
-      expect(lastSeq).toBeGreaterThan(8)
+      // the page resumes from the log's head, asked once
+      expect(auditReads).toEqual(["/audit/head"])
       expect(lastEventIds.slice(0, 2)).toEqual([String(lastSeq), String(lastSeq)])
       yield* ui(() => card(page, missed!).waitFor())
     }))
@@ -355,6 +362,24 @@ describeBrowser("web console", (it) => {
       expect((yield* fetchRequest(server, requestId)).status).toBe("pending")
     }))
 
+  it.live("the role comes from /me: shown with nothing pending, and no request ever tries an answer", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const methods: Array<string> = []
+      const page = yield* openConsole(server, {
+        token: "auditor",
+        before: (page) => Promise.resolve(page.on("request", (request) => methods.push(request.method())))
+      })
+      yield* ui(() => page.getByText("Nothing is waiting for approval.").waitFor())
+      yield* ui(() => page.getByText("Read-only: this token has the auditor role").waitFor())
+      expect(yield* ui(() => page.locator("#identity").textContent())).toBe("auditor (read-only)")
+      expect(yield* ui(() => page.locator("#identity").getAttribute("title"))).toBe("audit-bot")
+      const requestId = yield* paused(server.gate, bash("s-1", "c1"))
+      yield* ui(() => card(page, requestId).getByRole("button", { name: "Later" }).waitFor())
+      expect(yield* ui(() => card(page, requestId).getByRole("button", { name: "Approve once" }).count())).toBe(0)
+      expect(methods.filter((method) => method !== "GET")).toEqual([])
+    }))
+
   it.live("a token limited to some sessions sees only those", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
@@ -363,6 +388,7 @@ describeBrowser("web console", (it) => {
       const page = yield* openConsole(server, { token: "teamA" })
       yield* ui(() => card(page, mine).getByRole("button", { name: "Approve once" }).waitFor())
       yield* cardCount(page, 1)
+      expect(yield* ui(() => page.locator("#identity").getAttribute("title"))).toBe("alice: sessions team-a-*")
       // a new request in another team's session never shows up; one in ours does
       yield* paused(server.gate, bash("team-b-1", "c3"))
       const next = yield* paused(server.gate, bash("team-a-1", "c4"))

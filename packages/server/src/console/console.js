@@ -22,8 +22,8 @@ const state = {
   groups: new Map(),
   /** requests hidden with "Later"; still pending, listed under the dismissed counter */
   dismissed: new Set(),
-  /** whether the token may answer: unknown until there is a session to ask about */
-  canAnswer: undefined,
+  /** whether the token may answer (its role, from GET /me) */
+  canAnswer: false,
   /** server clock minus ours, in milliseconds */
   clockOffset: 0,
   /** the last audit sequence number handled; the stream resumes after it */
@@ -88,49 +88,13 @@ async function api(method, path, body, signal = state.run?.signal) {
 
 const enc = encodeURIComponent
 
-/**
- * The audit stream replays from `afterSeq` (from the very start without one), but the console
- * needs only what happens after it read the pending list. So it finds the last event this token
- * can see: `GET /audit?afterSeq=n&limit=1` is empty exactly when n is at or past it; doubling n,
- * then halving the interval, takes about 2·log2(n) small indexed queries.
- */
-async function lastVisibleSeq() {
-  const after = async (n) => (await api("GET", `/audit?afterSeq=${n}&limit=1`)).json.length > 0
-  if (!(await after(0))) return 0
-  let low = 0
-  let high = 1
-  while (await after(high)) {
-    low = high
-    high *= 2
-  }
-  // after(low) holds and after(high) does not: the last sequence number is in (low, high]
-  while (high - low > 1) {
-    const middle = Math.floor((low + high) / 2)
-    if (await after(middle)) low = middle
-    else high = middle
-  }
-  return high
-}
-
-/**
- * The API has no "who am I" endpoint. Revoking a session approval that cannot exist answers 403
- * to a token that may not answer for the session (the auditor role) and 404 to one that may, and
- * changes nothing either way. Session patterns only narrow what a token sees, so one visible
- * session tells the role.
- */
-async function learnRole(sessionKey) {
-  if (state.canAnswer !== undefined) return
-  try {
-    await api("DELETE", `/sessions/${enc(sessionKey)}/approvals/console-role-probe`)
-    state.canAnswer = true
-  } catch (error) {
-    if (error.status !== 403 && error.status !== 404) throw error
-    state.canAnswer = error.status === 404
-  }
+/** Who the token is (`GET /me`): the role decides whether the cards offer answers. */
+function showIdentity(me) {
+  state.canAnswer = me.role === "approver"
   $("identity").textContent = state.canAnswer ? "approver" : "auditor (read-only)"
+  $("identity").title = me.sessions === undefined ? me.name : `${me.name}: sessions ${me.sessions.join(", ")}`
   $("identity").hidden = false
   $("read-only").hidden = state.canAnswer
-  for (const [requestId, entry] of state.cards) fillActions(entry.card, state.requests.get(requestId))
 }
 
 // The server's clock decides expiry. Its Date header (whole seconds) says how far ours is off;
@@ -163,7 +127,7 @@ function clear() {
   state.cards.clear()
   state.groups.clear()
   state.dismissed.clear()
-  state.canAnswer = undefined
+  state.canAnswer = false
   state.lastSeq = 0
   $("sessions").replaceChildren()
   $("dismissed-list").replaceChildren()
@@ -183,14 +147,15 @@ async function start(token) {
   const run = new AbortController()
   state.run = run
   try {
-    const afterSeq = await lastVisibleSeq()
+    // The stream resumes after the head read before the list, so nothing after the list is missed.
+    const [{ json: me }, { json: head }] = await Promise.all([api("GET", "/me"), api("GET", "/audit/head")])
     const { json: pending, response } = await api("GET", "/approvals/pending")
     state.clockOffset = offsetFrom(response)
-    if (pending.length > 0) await learnRole(pending[0].toolCall.sessionKey)
+    showIdentity(me)
     $("login").hidden = true
     $("sign-out").hidden = false
     for (const request of pending) upsert(request)
-    state.lastSeq = afterSeq
+    state.lastSeq = head.lastSeq
     update()
     follow(run.signal)
   } catch (error) {
@@ -306,7 +271,6 @@ async function refresh(requestId) {
   try {
     const { json: request } = await api("GET", `/approvals/${enc(requestId)}`)
     if (request.status !== "pending") return remove(requestId)
-    await learnRole(request.toolCall.sessionKey)
     upsert(request)
     update()
   } catch (error) {
@@ -409,11 +373,11 @@ function makeCard(request) {
   return entry
 }
 
-/** The card's buttons: answers for an approver, only "Later" otherwise (or while the role is unknown). */
+/** The card's buttons: answers for an approver, only "Later" otherwise. */
 function fillActions(card, request) {
   const actions = card.querySelector(".actions")
   const later = el("button", { type: "button", class: "link", onclick: () => dismiss(request.requestId) }, "Later")
-  if (state.canAnswer !== true) return actions.replaceChildren(later)
+  if (!state.canAnswer) return actions.replaceChildren(later)
 
   const id = request.requestId
   const scope = el(
