@@ -6,7 +6,8 @@
  * TOOLGATE_PG_URL is set (a fresh schema), and pre-creates N pending requests through `ToolGate`,
  * spread over SESSIONS sessions. This process opens K SSE clients on `/audit/stream` (half replay
  * the log from the start, so replay meets live events under load; half start after the last
- * event before the load) and runs two autocannon instances at once: one answers every request by
+ * event before the load; half of each drop their connection every 100 events and resume with
+ * `Last-Event-ID`) and runs two autocannon instances at once: one answers every request by
  * id (approve once / approve for session / deny in turn), plus a conflicting second answer to
  * one request in ten, each of which must get 409; the other reads
  * `/approvals/pending?sessionKey=` round the sessions until the answers are done.
@@ -14,7 +15,7 @@
  * Then it checks: no error and no status but 2xx and the deliberate 409s; every request answered
  * exactly once, as its 2xx response said (the store's request and one `approval.resolved` event
  * each); every SSE client received every event of the log after its start exactly once, in seq
- * order. One JSON line per store.
+ * order, across its reconnects. One JSON line per store.
  *
  * Bounded: N answers plus N/10 conflicts, reads stop with the answers, 10 s per request; the
  * server must be ready, and then the run done, within LOAD_DEADLINE_S each.
@@ -99,32 +100,51 @@ const bodyOf = (answer: Answer) =>
 
 interface StreamClient {
   readonly afterSeq: number
-  /** `seq` of each event received, in arrival order */
+  /** `seq` of each event received, in arrival order, over every connection */
   readonly seqs: Array<number>
   /** protocol faults: a bad status, an `id:` that is not the event's seq, an early end */
   readonly faults: Array<string>
+  reconnects: number
   readonly close: () => void
 }
 
-/** An SSE client reading `/audit/stream` as fast as events come (an EventSource would). */
-const openStream = async (url: string, bearer: string, afterSeq: number): Promise<StreamClient> => {
-  const controller = new AbortController()
-  const response = await fetch(`${url}/audit/stream?afterSeq=${afterSeq}`, {
-    headers: { accept: "text/event-stream", authorization: `Bearer ${bearer}` },
-    signal: controller.signal
-  })
-  const client: StreamClient = { afterSeq, seqs: [], faults: [], close: () => controller.abort() }
-  if (response.status !== 200 || response.body === null) {
-    client.faults.push(`status ${response.status}`)
-    return client
+/**
+ * An SSE client reading `/audit/stream` as fast as events come. With `reconnectEvery`, it drops
+ * the connection after that many events and reconnects with `Last-Event-ID`, as an EventSource
+ * does after a network blip (the same URL, the last id it saw).
+ */
+const openStream = async (
+  url: string,
+  bearer: string,
+  afterSeq: number,
+  reconnectEvery = Number.POSITIVE_INFINITY
+): Promise<StreamClient> => {
+  let controller = new AbortController()
+  let closed = false
+  const client: StreamClient = {
+    afterSeq,
+    seqs: [],
+    faults: [],
+    reconnects: 0,
+    close: () => {
+      closed = true
+      controller.abort()
+    }
   }
-  const reader = response.body.getReader()
-  const decoder = new TextDecoder()
-  void (async () => {
+  const connect = async () => {
+    const headers: Record<string, string> = { accept: "text/event-stream", authorization: `Bearer ${bearer}` }
+    if (client.seqs.length > 0) headers["last-event-id"] = String(client.seqs.at(-1))
+    const response = await fetch(`${url}/audit/stream?afterSeq=${afterSeq}`, { headers, signal: controller.signal })
+    if (response.status !== 200 || response.body === null) throw new Error(`status ${response.status}`)
+    return response.body.getReader()
+  }
+  const pump = async (reader: Awaited<ReturnType<typeof connect>>): Promise<void> => {
+    const decoder = new TextDecoder()
     let buffer = ""
+    let received = 0
     for (;;) {
       const chunk = await reader.read()
-      if (chunk.done) return client.faults.push("the stream ended")
+      if (chunk.done) throw new Error("the stream ended")
       buffer += decoder.decode(chunk.value, { stream: true })
       let end: number
       while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -139,11 +159,24 @@ const openStream = async (url: string, bearer: string, afterSeq: number): Promis
         const event = JSON.parse(data) as AuditEvent.AuditEvent
         if (id !== String(event.seq)) client.faults.push(`id ${id} on event ${event.seq}`)
         client.seqs.push(event.seq)
+        // whatever else this connection had buffered is dropped, as a real blip would lose it
+        if (++received >= reconnectEvery) {
+          controller.abort()
+          controller = new AbortController()
+          client.reconnects++
+          return pump(await connect())
+        }
       }
     }
-  })().catch((error: unknown) => {
-    if (!controller.signal.aborted) client.faults.push(String(error))
+  }
+  const first = await connect().catch((error: unknown) => {
+    client.faults.push(String(error))
   })
+  if (first !== undefined) {
+    pump(first).catch((error: unknown) => {
+      if (!closed) client.faults.push(String(error))
+    })
+  }
   return client
 }
 
@@ -243,7 +276,7 @@ export const runLoad = (options: Options) =>
       Effect.promise(() =>
         Promise.all(
           Array.from({ length: options.sseClients }, (_, i) =>
-            openStream(options.url, options.token, i % 2 === 0 ? 0 : options.afterSeq))
+            openStream(options.url, options.token, i % 2 === 0 ? 0 : options.afterSeq, i % 4 >= 2 ? 100 : undefined))
         )
       ),
       (streams) => Effect.sync(() => streams.forEach((stream) => stream.close()))
@@ -293,6 +326,7 @@ export const runLoad = (options: Options) =>
     return {
       requests: options.requestIds.length,
       sseClients: options.sseClients,
+      sseReconnects: streams.reduce((n, stream) => n + stream.reconnects, 0),
       reqPerSec: Math.round((http.answerMs.length + http.readMs.length) / http.seconds),
       answeredPerSec: Math.round(options.requestIds.length / http.seconds),
       answerP50ms: percentile(http.answerMs, 0.5),

@@ -1,7 +1,8 @@
 /**
  * The load test (bench/load.ts) in small: 200 requests answered through autocannon (plus 20
  * conflicting second answers) while pending lists are read and 4 SSE clients stream the audit
- * log, against a real server on a SQLite file. Correctness only; no timing is asserted.
+ * log (two of them reconnecting with Last-Event-ID every 100 events), against a real server on a
+ * SQLite file. Correctness only; no timing is asserted.
  */
 import { expect } from "bun:test"
 import { ApprovalStore } from "@tool-gate/core"
@@ -38,6 +39,7 @@ describe("load", () => {
         doubleApplied: 0,
         answeredExactlyOnce: true
       })
+      expect(figures.sseReconnects).toBeGreaterThan(0)
       expect(yield* server.gate.pending()).toEqual([])
     }), 60_000)
 })
