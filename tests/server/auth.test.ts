@@ -168,6 +168,41 @@ describe("roles and session patterns over HTTP", () => {
       expect(next.json.map((e: { toolCallId: string }) => e.toolCallId)).toEqual(["a2"])
     }))
 
+  it.live("a limited token's audit query over sparse events: every one found, in order, across page boundaries", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      // 1,203 events, 4 of them in team-a-1, at both ends and around the 500-event page boundary
+      const mine = new Set([1, 500, 501, 1203])
+      yield* Effect.forEach(Array.from({ length: 1203 }, (_, i) => i + 1), (seq) =>
+        server.gate.evaluate({
+          id: `e${seq}`,
+          name: "ls",
+          sessionKey: mine.has(seq) ? "team-a-1" : "team-b-1"
+        }), { discard: true })
+      const query = (params: string) =>
+        Effect.map(server.request("GET", `/audit?${params}`, { token: "teamA" }), (reply) =>
+          reply.json.map((e: { seq: number; sessionKey: string }) => {
+            expect(e.sessionKey).toBe("team-a-1")
+            return e.seq
+          }))
+
+      expect(yield* query("limit=1000")).toEqual([1, 500, 501, 1203])
+      expect(yield* query("limit=3&afterSeq=1")).toEqual([500, 501, 1203])
+      // one event at a time, as a client pages with the last seq it got
+      const paged: Array<number> = []
+      for (let afterSeq = 0;;) {
+        const page = yield* query(`limit=1&afterSeq=${afterSeq}`)
+        if (page.length === 0) break
+        paged.push(...page)
+        afterSeq = page[0]
+      }
+      expect(paged).toEqual([1, 500, 501, 1203])
+      expect(yield* query("limit=1&afterSeq=1203")).toEqual([])
+      // an unlimited token pages the whole log
+      const all = yield* server.request("GET", "/audit?limit=1000&afterSeq=200", { token: "auditor" })
+      expect(all.json.map((e: { seq: number }) => e.seq)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 201))
+    }))
+
   it.live("/me names the token's holder, role and session patterns, never the token", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

@@ -109,6 +109,12 @@ const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
   )
 
 /**
+ * How many events a token limited to some sessions reads per query while looking for ones it may
+ * see: fixed, since pages of `limit` events would cost one query per event at `limit=1`.
+ */
+const auditPageSize = 500
+
+/**
  * @since 0.1.0
  * @category layers
  */
@@ -122,16 +128,17 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           const principal = yield* Auth.CurrentPrincipal
           if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
           const limit = urlParams.limit ?? 100
+          if (principal.sessions === undefined) return yield* store.events({ ...urlParams, limit })
+          // A limited token reads page after page until it has `limit` events it may see (or the
+          // log ends).
           const visible: Array<AuditEvent.AuditEvent> = []
-          // A token limited to some sessions reads page after page until it has `limit` events
-          // it may see (or the log ends); an unlimited token is done after the first page.
           let afterSeq = urlParams.afterSeq ?? 0
           while (visible.length < limit) {
-            const page = yield* store.events({ ...urlParams, afterSeq, limit })
+            const page = yield* store.events({ ...urlParams, afterSeq, limit: auditPageSize })
             for (const event of page) {
               if (visible.length < limit && principal.canSee(event.sessionKey)) visible.push(event)
             }
-            if (page.length < limit) break
+            if (page.length < auditPageSize) break
             afterSeq = page[page.length - 1]!.seq
           }
           return visible
