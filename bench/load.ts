@@ -77,20 +77,17 @@ type Decision = "approve_once" | "approve_session" | "deny"
 interface Answer {
   readonly requestId: string
   readonly decision: Decision
-  /** a deliberate second answer that disagrees with the first: 409 expected */
-  readonly conflict: boolean
 }
 
 const decisions: ReadonlyArray<Decision> = ["approve_once", "approve_session", "deny"]
 
 const answersFor = (requestIds: ReadonlyArray<string>): Array<Answer> => {
-  const first = requestIds.map((requestId, i): Answer => ({ requestId, decision: decisions[i % 3]!, conflict: false }))
+  const first = requestIds.map((requestId, i): Answer => ({ requestId, decision: decisions[i % 3]! }))
   // After every first answer, so each is (almost surely) answered by then; if a conflict still
   // wins the race, the first answer gets the 409 instead and the counts are the same.
   const conflicts = first.filter((_, i) => i % 10 === 0).map((answer): Answer => ({
-    ...answer,
-    decision: answer.decision === "deny" ? "approve_once" : "deny",
-    conflict: true
+    requestId: answer.requestId,
+    decision: answer.decision === "deny" ? "approve_once" : "deny"
   }))
   return [...first, ...conflicts]
 }
@@ -185,7 +182,11 @@ const percentile = (xs: ReadonlyArray<number>, p: number) => {
   return Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100
 }
 
-/** What the HTTP side saw. Latencies are measured here, from building a request to its response. */
+/**
+ * What the HTTP side saw. Latencies are measured here, from building a request to its response,
+ * and the time runs to the last answer's response (autocannon notices it is done only at its
+ * next one-second sample).
+ */
 const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
   const headers = { authorization: `Bearer ${options.token}`, "content-type": "application/json" }
   const won = new Map<string, Decision>()
@@ -193,13 +194,14 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
   let conflicts409 = 0
   const unexpected: Array<string> = []
   const answerMs: Array<number> = []
-  const readMs: Array<number> = []
+  /** each read's latency and when it ended */
+  const reads: Array<readonly [ms: number, at: number]> = []
   let nextAnswer = 0
   let nextRead = 0
-  let answering = true
+  let lastAnswerAt = 0
 
   const started = performance.now()
-  const reads = autocannon({
+  const reading = autocannon({
     url: options.url,
     connections: options.readConnections ?? 4,
     duration: DEADLINE_S,
@@ -212,8 +214,8 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
         return { ...request, path: `/approvals/pending?sessionKey=${sessionKey(nextRead++, options.sessions)}` }
       },
       onResponse: (status, body, context) => {
-        if (!answering) return
-        readMs.push(performance.now() - (context.sentAt as number))
+        const at = performance.now()
+        reads.push([at - (context.sentAt as number), at])
         if (status !== 200) unexpected.push(`read ${status} ${body.slice(0, 200)}`)
       }
     }]
@@ -234,7 +236,8 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
         return { ...request, path: `/approvals/${answer.requestId}/respond`, body: bodyOf(answer) }
       },
       onResponse: (status, body, context) => {
-        answerMs.push(performance.now() - (context.sentAt as number))
+        lastAnswerAt = performance.now()
+        answerMs.push(lastAnswerAt - (context.sentAt as number))
         const answer = context.answer as Answer
         if (status === 200) {
           const decision = (JSON.parse(body) as { resolution?: { decision?: Decision } }).resolution?.decision
@@ -248,18 +251,17 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
       }
     }]
   })
-  const seconds = (performance.now() - started) / 1000
-  answering = false
-  reads.stop()
-  const read = await reads
+  reading.stop()
+  const read = await reading
   return {
-    seconds,
+    seconds: (lastAnswerAt - started) / 1000,
     won,
     wonTwice,
     conflicts409,
     unexpected,
     answerMs,
-    readMs,
+    // the reads that ran beside the answers
+    readMs: reads.filter(([, at]) => at <= lastAnswerAt).map(([ms]) => ms),
     transportErrors: answered.errors + answered.timeouts + read.errors + read.timeouts
   }
 }
