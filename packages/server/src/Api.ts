@@ -143,6 +143,19 @@ export const Identity = Schema.Struct({
 }).annotations({ identifier: "Identity" })
 
 /**
+ * `GET /health` when the store does not answer. The body says nothing more: the endpoint needs no
+ * token, and the store's error text (paths, SQL, hosts) is for the server's log.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Unavailable extends Schema.TaggedError<Unavailable>()(
+  "Unavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+/**
  * @since 0.1.0
  * @category groups
  */
@@ -275,7 +288,11 @@ export class HealthGroup extends HttpApiGroup.make("health")
   .add(
     HttpApiEndpoint.get("health", "/health")
       .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
-      .annotate(OpenApi.Description, "200 when the server and its store answer; no token needed.")
+      .addError(Unavailable)
+      .annotate(
+        OpenApi.Description,
+        "200 when the server and its store answer; 503 `Unavailable` (no detail) when the store does not. No token needed."
+      )
   )
 {}
 

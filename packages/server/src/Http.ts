@@ -24,7 +24,7 @@ import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse, ty
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Effect, Layer, Option, Schedule, Stream } from "effect"
-import { Api, PayloadTooLarge } from "./Api.js"
+import { Api, PayloadTooLarge, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 
 /**
@@ -173,7 +173,12 @@ export const layerIdentity = HttpApiBuilder.group(Api, "identity", (handlers) =>
 export const layerHealth = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function*() {
     const store = yield* ApprovalStore.ApprovalStore
-    return handlers.handle("health", () => Effect.as(store.lastSeq, { status: "ok" as const }))
+    return handlers.handle("health", () =>
+      Effect.as(store.lastSeq, { status: "ok" as const }).pipe(
+        // Anyone may ask, so the store's error (file paths, SQL, hosts) goes to the log only.
+        Effect.tapError((error) => Effect.logWarning("health check: the approval store failed", error.message)),
+        Effect.mapError(() => new Unavailable({ message: "The approval store is not answering" }))
+      ))
   }))
 
 /**
