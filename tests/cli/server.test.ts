@@ -39,6 +39,15 @@ afterAll(async () => {
   await f.close()
 })
 
+/** A port just freed, so nothing listens there. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+
 const as = (token: keyof typeof tokens) => ["--server", url, "--token", tokens[token]]
 
 const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({ id, name: "bash", sessionKey, args: { command } })
@@ -167,13 +176,7 @@ describe("toolgate against a server", () => {
   })
 
   test("no server at the URL exits 8; serve refuses a bad token file (exit 2) and a taken port (exit 8)", async () => {
-    // a port just freed, so nothing listens there
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as AddressInfo
-        probe.close(() => resolve(port))
-      })
-    })
+    const port = await freePort()
     const gone = await toolgate(["pending", "--server", `http://127.0.0.1:${port}`, "--token", tokens.approver])
     expect(gone.code).toBe(8)
     expect(gone.stderr.trim()).toBe(`toolgate: Server http://127.0.0.1:${port}: cannot connect (connect ECONNREFUSED 127.0.0.1:${port})`)
@@ -193,4 +196,26 @@ describe("toolgate against a server", () => {
     expect(taken.code).toBe(8)
     expect(taken.stderr.trim().split("\n")).toHaveLength(1)
   })
+
+  test("audit --follow outlives a server restart: it reconnects after the last event seen, nothing missed or repeated", async () => {
+    const port = String(await freePort())
+    const env = { TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }]) }
+    const serve = () => start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", port], env)
+    let restartable = serve()
+    await restartable.line(/^toolgate: serving /)
+    const id = await f.pause(bash("srv-restart", "c1"))
+    const follower = start(["audit", "--follow", "--json", "--server", `http://127.0.0.1:${port}`, "--token", tokens.approver, "--session", "srv-restart"])
+    try {
+      await follower.line(/"approval\.requested"/)
+      expect(await restartable.stop()).toBe(0)
+      await run(f.gate.respond(id, { decision: "deny", reason: "while the server was down", respondedBy: "agent-side" }))
+      restartable = serve()
+      const resolved = JSON.parse(await follower.line(/"approval\.resolved"/))
+      expect(resolved).toMatchObject({ requestId: id, reason: "while the server was down" })
+      expect(follower.lines.filter((line) => line.includes("approval.requested"))).toHaveLength(1)
+    } finally {
+      expect(await follower.stop()).toBe(0)
+      await restartable.stop()
+    }
+  }, 60_000)
 })

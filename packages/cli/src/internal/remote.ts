@@ -13,7 +13,7 @@ import {
 } from "@effect/platform"
 import type { ApprovalRequest, SessionApproval, ToolCall } from "@tool-gate/core"
 import { Api, Auth } from "@tool-gate/server"
-import { Effect, Layer, Option, type Redacted, Schema, Stream } from "effect"
+import { Effect, Layer, Option, type Redacted, Schedule, Schema, Stream } from "effect"
 import { Backend, type BackendError, InvalidInput, type AuditOptions, type RemoteOptions, ServerUnavailable } from "../Backend.js"
 import { paged, pageSize, sseEvents } from "./audit.js"
 
@@ -64,7 +64,7 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
           }
           return Effect.fail(unavailable(`unreadable reply: ${String(error)}`))
         })
-      const stream = ({ afterSeq, sessionKey }: AuditOptions) =>
+      const stream = ({ afterSeq, sessionKey }: AuditOptions, onConnected: Effect.Effect<void>) =>
         Stream.unwrapScoped(Effect.gen(function*() {
           const request = HttpClientRequest.get(`${url}/audit/stream`).pipe(
             HttpClientRequest.setUrlParams({
@@ -77,11 +77,38 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
             const refused = yield* call(HttpClientResponse.schemaBodyJson(ErrorReply)(response))
             return yield* Effect.fail(refused)
           }
+          yield* onConnected
           return Stream.mapError(sseEvents(response.stream), (error) =>
             error._tag === "ParseError"
               ? unavailable(`unreadable event: ${error.message}`)
               : unavailable(`the event stream failed: ${error.message}`))
         }))
+      /**
+       * The stream, connected again after the last event seen whenever it drops once it was up (a
+       * server restart): the server resumes exactly there, so nothing is missed or repeated. A
+       * first connection that fails, or a refused token, ends the command.
+       */
+      const follow = (options: AuditOptions) =>
+        Stream.suspend(() => {
+          let afterSeq = options.afterSeq
+          let connected = false
+          const connectedOnce = Effect.sync(() => {
+            connected = true
+          })
+          return Stream.suspend(() => stream({ ...options, afterSeq }, connectedOnce)).pipe(
+            Stream.tap((event) =>
+              Effect.sync(() => {
+                afterSeq = event.seq
+              })
+            ),
+            Stream.concat(Stream.fail(unavailable("the event stream ended"))),
+            Stream.retry(
+              Schedule.spaced("1 second").pipe(
+                Schedule.whileInput((error: BackendError) => connected && error._tag === "ServerUnavailable")
+              )
+            )
+          )
+        })
       // The server checks ids and session keys against its schemas; these casts only name them.
       const request = (requestId: string) => ({ requestId: requestId as ApprovalRequest.RequestId })
       const session = (sessionKey: string) => sessionKey as ToolCall.SessionKey
@@ -103,7 +130,7 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
           Effect.map(call(client.sessions.clear({ path: { sessionKey: session(sessionKey) } })), (r) => r.cleared),
         audit: (options) =>
           options.follow
-            ? stream(options)
+            ? follow(options)
             : paged(
               (after) =>
                 call(client.audit.query({
