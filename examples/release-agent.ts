@@ -1,6 +1,6 @@
 /**
- * The demo's release agent, shared by `agent.ts` (the agent's process), `answer.ts` (the
- * human's) and the process tests: three tools (`read_file` allowed, `deploy` needing approval,
+ * The demo's release agent, shared by `agent.ts` (the agent's process) and the process tests (the
+ * human answers with `toolgate approve`): three tools (`read_file` allowed, `deploy` needing approval,
  * `drop_database` denied by policy), the policy, a scripted model (no network) and the layers on
  * one SQLite file.
  */
