@@ -39,7 +39,6 @@ import {
 } from "effect"
 import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
-import { createServer } from "node:http"
 import { createRequire } from "node:module"
 import { userInfo } from "node:os"
 import { dirname, join } from "node:path"
@@ -555,26 +554,20 @@ const serve = Command.make(
   (config) =>
     Effect.gen(function*() {
       // the server is loaded only to serve, so the other commands start without it
-      const [HttpServer, NodeHttpServer, { Auth, Server }] = yield* Effect.promise(() =>
+      const [HttpServer, { Auth, Server }] = yield* Effect.promise(() =>
         Promise.all([
           import("@effect/platform/HttpServer"),
-          import("@effect/platform-node/NodeHttpServer"),
           import("@tool-gate/server")
         ])
       )
       const tokens = yield* Option.match(config.tokens, { onNone: () => Auth.fromEnv, onSome: Auth.fromFile })
       const policy = yield* loadPolicy(config.policy)
-      // Server.layer's composition, with the Node server in hand: see the finalizer below.
-      const http = createServer()
+      // Server.layer cuts open event streams on stop, so Ctrl-C never waits on a console tab
       const context = yield* Layer.build(
-        Server.layerApp({ tokens }).pipe(
-          Layer.provideMerge(NodeHttpServer.layer(() => http, { port: config.port, host: config.host })),
+        Server.layer({ tokens, port: config.port, host: config.host }).pipe(
           Layer.provide(ToolGateSqlite.layer({ filename: config.db, policy }))
         )
       )
-      // A graceful close waits for every connection, and event streams (the console's, audit
-      // --follow) never end by themselves: on stop, cut them (runs before the close).
-      yield* Effect.addFinalizer(() => Effect.sync(() => http.closeAllConnections()))
       const address = Context.get(context, HttpServer.HttpServer).address
       const where = address._tag === "TcpAddress"
         ? `http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}`

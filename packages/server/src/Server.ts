@@ -94,6 +94,23 @@ export const layerApp = (
   )
 
 /**
+ * Node's HTTP server, closed promptly: a graceful close waits for every connection to end, and
+ * event streams (the console's, `audit --follow`) never end by themselves, so on release every
+ * connection is cut first (this finalizer is added after the server's own close, so runs before).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerNodeServer = (options: Pick<Options, "port" | "host">) =>
+  Layer.unwrapEffect(Effect.sync(() => {
+    const server = createServer()
+    const cutConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+    return cutConnections.pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" }))
+    )
+  }))
+
+/**
  * The API served on Node's HTTP server. The `HttpServer` stays in the output, for its address.
  *
  * @since 0.1.0
@@ -102,6 +119,4 @@ export const layerApp = (
 export const layer = (
   options: Options
 ): Layer.Layer<HttpServer.HttpServer, ServeError, ToolGate.ToolGate | ApprovalStore.ApprovalStore> =>
-  layerApp(options).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" }))
-  )
+  layerApp(options).pipe(Layer.provideMerge(layerNodeServer(options)))

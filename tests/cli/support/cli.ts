@@ -26,6 +26,11 @@ const environment = (extra: Record<string, string>) => {
   return { ...env, ...extra }
 }
 
+// The bin builds its bundle when a source is newer: do that once here, so no test's line or exit
+// timeouts include a build.
+const warmUp = Bun.spawnSync(["node", bin, "--help"], { cwd: root, env: environment({}) })
+if (warmUp.exitCode !== 0) throw new Error(`toolgate --help exited ${warmUp.exitCode}: ${warmUp.stderr.toString()}`)
+
 export interface Result {
   readonly code: number
   readonly stdout: string
