@@ -215,6 +215,7 @@ describe("HTTP approval API", () => {
       ]))
       expect(spec.json.paths["/me"].get.security).toEqual([{ bearer: [] }])
       expect(spec.json.paths["/me"].get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Identity" })
+      expect(spec.json.paths["/health"].get.responses["503"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Unavailable" })
       const respond = spec.json.paths["/approvals/{requestId}/respond"].post
       expect(Object.keys(respond.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "409", "410", "413", "503"]))
       expect(spec.json.components.securitySchemes).toBeDefined()

@@ -199,6 +199,7 @@ export class ApprovalsGroup extends HttpApiGroup.make("approvals")
   )
   .middleware(Authentication)
   .addError(Forbidden)
+  .addError(PersistenceError)
 {}
 
 /**
@@ -230,6 +231,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
   )
   .middleware(Authentication)
   .addError(Forbidden)
+  .addError(PersistenceError)
 {}
 
 /**
@@ -265,6 +267,7 @@ export class AuditGroup extends HttpApiGroup.make("audit")
   )
   .middleware(Authentication)
   .addError(Forbidden)
+  .addError(PersistenceError)
 {}
 
 /**
@@ -281,6 +284,9 @@ export class IdentityGroup extends HttpApiGroup.make("identity")
 {}
 
 /**
+ * Unlike the groups behind a token, it never answers `PersistenceError`, whose message carries
+ * the store's error.
+ *
  * @since 0.1.0
  * @category groups
  */
@@ -306,7 +312,6 @@ export class Api extends HttpApi.make("tool-gate")
   .add(AuditGroup)
   .add(IdentityGroup)
   .add(HealthGroup)
-  .addError(PersistenceError)
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "tool-gate approval API")
   .annotate(OpenApi.Version, "0.1.0")
