@@ -23,7 +23,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse, type HttpApi } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { Api, PayloadTooLarge, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 
@@ -84,7 +84,20 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
       .handle("clearByPost", ({ path }) => clear(path.sessionKey))
   }))
 
-const sseEvent = (event: AuditEvent.AuditEvent): string => `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+// Live events reach every stream client as the same objects (the gate's hub): render each once.
+const rendered = new WeakMap<AuditEvent.AuditEvent, string>()
+const sseEvent = (event: AuditEvent.AuditEvent): string => {
+  let text = rendered.get(event)
+  if (text === undefined) {
+    text = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+    rendered.set(event, text)
+  }
+  return text
+}
+
+/** The events of a chunk as one piece of text: one socket write per chunk, not per event. */
+const sseChunk = (events: Chunk.Chunk<AuditEvent.AuditEvent>): Chunk.Chunk<string> =>
+  Chunk.isEmpty(events) ? Chunk.empty() : Chunk.of(Chunk.join(Chunk.map(events, sseEvent), ""))
 
 /**
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
@@ -95,7 +108,7 @@ const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
     Stream.make("retry: 1000\n\n").pipe(
       Stream.concat(
         Stream.merge(
-          Stream.map(events, sseEvent),
+          Stream.mapChunks(events, sseChunk),
           Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(": keep-alive\n\n")),
           { haltStrategy: "left" }
         )
