@@ -48,7 +48,7 @@
  */
 import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
 import { Checkpoint, type PauseSignal, type ToolGate, type ToolGateError } from "@tool-gate/core"
-import { Data, Effect, Schema } from "effect"
+import { Data, Duration, Effect, Schema } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
 
 /**
@@ -211,6 +211,7 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
   /**
    * Continues a paused conversation once every request of its turn is answered or expired. The
    * options name the lease's owner and length (`Checkpoints.resume`); the same owner may retry.
+   * The lease is renewed while the resumed turn runs, so only a stalled or dead owner loses it.
    */
   readonly resume: (
     token: string,
@@ -308,7 +309,16 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
     Effect.gen(function*() {
       const toolkit = yield* resolveToolkit
       const checkpoints = yield* Checkpoint.Checkpoints
-      const { lease, state } = yield* checkpoints.resume(checkpoint, token, resumeOptions)
+      const length = Duration.decode(resumeOptions?.lease ?? "5 minutes")
+      const { lease, state } = yield* checkpoints.resume(checkpoint, token, { ...resumeOptions, lease: length })
+      // The owner claims again every third of the lease while the turn runs, so a turn longer than
+      // its lease is not taken over; a refused renewal (taken over after a stall) just stops.
+      yield* checkpoints.resume(checkpoint, token, { owner: lease.owner, lease: length }).pipe(
+        Effect.delay(Duration.unsafeDivide(length, 3)),
+        Effect.forever,
+        Effect.ignore,
+        Effect.forkScoped
+      )
       const obtained = new Map(state.results.map((result) => [result.id, result]))
       // Every request of the turn is settled now, so gate() never waits: approved calls run (once),
       // denied and expired ones come back as denial results.
@@ -327,7 +337,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       const next = yield* continueFrom(toolkit, state.session, Prompt.merge(state.prompt, toolMessage(results)), state.turns)
       yield* checkpoints.complete(token, lease)
       return next
-    })
+    }).pipe(Effect.scoped)
 
   return { run, resume }
 }

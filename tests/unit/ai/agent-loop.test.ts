@@ -1,7 +1,7 @@
 import { expect } from "bun:test"
 import { AgentLoop } from "@tool-gate/ai"
 import { type ApprovalRequest, ApprovalStore, ToolGate } from "@tool-gate/core"
-import { Effect, Exit, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
 import { describe, it } from "../../support/effectTest.js"
 import { call, deploy, policy, reportSeen, seen, Tools, userText, world } from "./fixtures.js"
 
@@ -110,6 +110,27 @@ describe("AgentLoop over a gated toolkit", () => {
       expect(ran).toHaveLength(1)
       const again = yield* Effect.exit(agent.resume(token, { owner: "worker-b" }))
       expect(again).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "AlreadyResumed" } } })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a resumed turn that outlasts its lease renews it: no other owner takes it over meanwhile", () => {
+    const release = Effect.runSync(Deferred.make<void>())
+    const { layer, ran } = world([{ toolCalls: [deploy("c1", "production")] }, reportSeen], {
+      deployTakes: Deferred.await(release)
+    })
+    return Effect.gen(function*() {
+      const gate = yield* ToolGate.ToolGate
+      const { requests, token } = paused(yield* agent.run("ship it", session))
+      yield* gate.respond(requests[0]!.requestId, { decision: "approve_once" })
+      const slow = yield* Effect.fork(agent.resume(token, { owner: "worker-a", lease: "1 minute" }))
+      // five leases long, the deploy still running
+      for (let i = 0; i < 30; i++) yield* TestClock.adjust("10 seconds")
+      const other = yield* Effect.exit(agent.resume(token, { owner: "worker-b" }))
+      expect(other).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "CheckpointClaimed", owner: "worker-a" } } })
+      yield* Deferred.succeed(release, undefined)
+      const [result] = seen(completed(yield* Fiber.join(slow)).text)
+      expect(result).toEqual({ id: "c1", name: "deploy", isFailure: false, result: "deployed 1.2.0 to production" })
+      expect(ran).toHaveLength(1)
     }).pipe(Effect.provide(layer))
   })
 

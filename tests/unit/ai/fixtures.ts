@@ -60,7 +60,10 @@ export interface Seen {
 export const seen = (text: string): Array<Seen> => JSON.parse(text)
 
 /** The world: `ran` lists every handler run, in order, with the parameters it got. */
-export const world = (script: ReadonlyArray<ScriptedModel.Step>) => {
+export const world = (
+  script: ReadonlyArray<ScriptedModel.Step>,
+  options: { readonly deployTakes?: Effect.Effect<void> } = {}
+) => {
   const ran: Array<{ readonly tool: string; readonly params: unknown }> = []
   const record = <P, A>(tool: string, result: (params: P) => A) => (params: P) =>
     Effect.sync(() => {
@@ -70,7 +73,8 @@ export const world = (script: ReadonlyArray<ScriptedModel.Step>) => {
   const layer = Layer.mergeAll(
     Tools.toLayer({
       read_file: record("read_file", ({ path }) => `contents of ${path}`),
-      deploy: record("deploy", ({ env, version }) => `deployed ${version} to ${env}`),
+      deploy: (params) =>
+        Effect.zipRight(options.deployTakes ?? Effect.void, record("deploy", ({ env, version }: typeof params) => `deployed ${version} to ${env}`)(params)),
       drop_database: record("drop_database", ({ name }) => `dropped ${name}`)
     }),
     ScriptedModel.layer(script),
