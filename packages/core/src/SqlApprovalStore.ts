@@ -168,6 +168,13 @@ export interface Options {
    * stays consistent). `full` syncs the WAL on every commit and survives those too, slower.
    */
   readonly synchronous?: "normal" | "full" | undefined
+  /**
+   * SQLite: how many pages the write-ahead log may hold before it is copied back into the database
+   * (default 10,000, about 40 MB). Each copy stalls the commit that triggers it; SQLite's own
+   * default of 1,000 made those stalls 10 times as frequent (pause p99 4-5 ms instead of 0.7 ms in
+   * W2) for a WAL a tenth the size.
+   */
+  readonly walAutocheckpointPages?: number | undefined
 }
 
 type Failure = SqlError | ParseResult.ParseError
@@ -220,7 +227,10 @@ export const make = (
       ? Effect.all([
         sql`PRAGMA busy_timeout = ${sql.literal(String(Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))))}`,
         sql`PRAGMA journal_mode = WAL`,
-        sql`PRAGMA synchronous = ${sql.literal(options.synchronous === "full" ? "FULL" : "NORMAL")}`
+        sql`PRAGMA synchronous = ${sql.literal(options.synchronous === "full" ? "FULL" : "NORMAL")}`,
+        sql`PRAGMA wal_autocheckpoint = ${
+          sql.literal(String(Math.max(1, Math.trunc(options.walAutocheckpointPages ?? 10_000))))
+        }`
       ], { discard: true })
       : Effect.void
     yield* boundary("open")(setUp)

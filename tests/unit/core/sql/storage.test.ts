@@ -24,6 +24,7 @@ describe("SqlApprovalStore storage (SQLite)", () => {
         { migration_id: 3, name: "create_decisions" }
       ])
       expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
+      expect(yield* sql`PRAGMA wal_autocheckpoint`).toEqual([{ wal_autocheckpoint: 10_000 }])
     }))
 
   it.live("a table prefix isolates two stores in one file", () =>
