@@ -9,10 +9,8 @@ import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Fiber, Layer, Redacted, Stream } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { pgSchema } from "../tests/support/sqlStores.js"
+import { runMain } from "./main.js"
 
 const SEQUENTIAL = Number(process.env.W2_SEQUENTIAL ?? 10_000)
 const CONCURRENT = Number(process.env.W2_CONCURRENT ?? 1_000)
@@ -81,16 +79,8 @@ export const runW2Pg = (url: string) =>
     runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }))))
 
 if (import.meta.main) {
-  const dir = mkdtempSync(join(tmpdir(), "toolgate-w2-"))
-  try {
-    console.log(JSON.stringify({ workload: "W2 SQLite", ...(await Effect.runPromise(runW2(join(dir, "w2.db")))) }))
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-  const pg = process.env.TOOLGATE_PG_URL
-  if (pg) console.log(JSON.stringify({ workload: "W2 PostgreSQL", ...(await Effect.runPromise(runW2Pg(pg))) }))
-  else console.log(JSON.stringify({ workload: "W2 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
-  // a closed PgClient layer may still hold a socket (its LISTEN connection) that keeps the
-  // process alive; the figures are out, so leave
-  process.exit(0)
+  await runMain("W2", {
+    sqlite: (filename) => Effect.runPromise(runW2(filename)),
+    postgres: (url) => Effect.runPromise(runW2Pg(url))
+  })
 }

@@ -23,12 +23,10 @@ import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import * as Rows from "../packages/core/src/internal/sqlRows.js"
 import { tables } from "../packages/core/src/internal/sqlSchema.js"
 import { pgSchema } from "../tests/support/sqlStores.js"
+import { runMain } from "./main.js"
 
 const EVENTS = Number(process.env.W3_EVENTS ?? 1_000_000)
 const SESSIONS = Number(process.env.W3_SESSIONS ?? 10_000)
@@ -360,16 +358,8 @@ export const runW3Pg = (url: string) =>
   }))
 
 if (import.meta.main) {
-  const dir = mkdtempSync(join(tmpdir(), "toolgate-w3-"))
-  try {
-    console.log(JSON.stringify({ workload: "W3 SQLite", ...(await Effect.runPromise(runW3(join(dir, "w3.db")))) }))
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-  const pg = process.env.TOOLGATE_PG_URL
-  if (pg) console.log(JSON.stringify({ workload: "W3 PostgreSQL", ...(await Effect.runPromise(runW3Pg(pg))) }))
-  else console.log(JSON.stringify({ workload: "W3 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
-  // a closed PgClient layer may still hold a socket (its LISTEN connection) that keeps the
-  // process alive; the figures are out, so leave
-  process.exit(0)
+  await runMain("W3", {
+    sqlite: (filename) => Effect.runPromise(runW3(filename)),
+    postgres: (url) => Effect.runPromise(runW3Pg(url))
+  })
 }

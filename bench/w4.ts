@@ -4,10 +4,8 @@
  * over 200 trials, on SQLite (directory watch) and PostgreSQL (LISTEN/NOTIFY, when
  * TOOLGATE_PG_URL is set). Both are real Node processes.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { spawnWorker } from "../tests/process/support/nodeProcess.js"
+import { runMain } from "./main.js"
 
 const TRIALS = 200
 
@@ -43,13 +41,8 @@ const at = (xs: Array<number>, p: number) => {
 }
 
 if (import.meta.main) {
-  const dir = mkdtempSync(join(tmpdir(), "toolgate-w4-"))
-  try {
-    console.log(JSON.stringify({ workload: "W4 SQLite", ...(await runW4(join(dir, "w4.db"))) }))
-    const pg = process.env.TOOLGATE_PG_URL
-    if (pg) console.log(JSON.stringify({ workload: "W4 PostgreSQL", ...(await runW4(pg)) }))
-    else console.log(JSON.stringify({ workload: "W4 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  await runMain("W4", {
+    sqlite: runW4,
+    postgres: runW4
+  })
 }
