@@ -12,6 +12,7 @@
 import { Schema } from "effect"
 import { RuleRef, SessionScope } from "./Decision.js"
 import { canonicalJson } from "./internal/canonical.js"
+import { TtlMillis } from "./Limits.js"
 import { ToolArgs, ToolCall } from "./ToolCall.js"
 
 /**
@@ -52,7 +53,7 @@ export const ApprovalResponse = Schema.Struct({
   scope: Schema.optional(SessionScope),
   editedArgs: Schema.optional(ToolArgs),
   /** for `approve_session`: the session approval lapses after this many milliseconds */
-  sessionTtlMs: Schema.optional(Schema.Number.pipe(Schema.positive()))
+  sessionTtlMs: Schema.optional(TtlMillis)
 })
 /**
  * @since 0.1.0
@@ -74,6 +75,11 @@ export const Resolution = Schema.Struct({
   respondedBy: Schema.optional(Schema.String),
   /** arguments the approver substituted; the tool runs with these */
   editedArgs: Schema.optional(ToolArgs),
+  /** `policy` when the outcome is the policy's, not the human's (an edit the policy denies) */
+  deniedBy: Schema.optional(Schema.Literal("policy")),
+  /** for `approve_session`: the scope and lifetime the approver asked for */
+  scope: Schema.optional(SessionScope),
+  sessionTtlMs: Schema.optional(Schema.Number),
   sessionApprovalId: Schema.optional(Schema.String),
   resolvedAt: Schema.Number
 })

@@ -204,6 +204,19 @@ export class InvalidResponse extends Schema.TaggedError<InvalidResponse>()(
 }
 
 /**
+ * A duration (TTL, extension, session-approval lifetime) that is not finite or not between 1 ms
+ * and a year. Nothing was changed.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidDuration extends Schema.TaggedError<InvalidDuration>()(
+  "InvalidDuration",
+  { field: Schema.String, message: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/**
  * @since 0.1.0
  * @category errors
  */

@@ -21,6 +21,8 @@ export * as GatedTool from "./GatedTool.js"
 /** @since 0.1.0 */
 export * as Glob from "./Glob.js"
 /** @since 0.1.0 */
+export * as Limits from "./Limits.js"
+/** @since 0.1.0 */
 export * as PauseSignal from "./PauseSignal.js"
 /** @since 0.1.0 */
 export * as Policy from "./Policy.js"
