@@ -37,7 +37,8 @@ export const EventType = Schema.Literal(
   "session.granted",
   "session.revoked",
   "approvals.cleared",
-  "policy.shadow"
+  "policy.shadow",
+  "call.refused"
 )
 /**
  * @since 0.1.0

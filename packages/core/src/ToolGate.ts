@@ -647,6 +647,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             resolution: {
               ...base,
               status: "denied",
+              deniedBy: "policy",
               reason: `edited arguments are denied by policy rule ${verdict.rule.id}: ${verdict.reason}`
             },
             grant: undefined
