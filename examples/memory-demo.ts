@@ -97,7 +97,9 @@ const main = Effect.gen(function*() {
   // The demo shortens the default TTL so the unanswered call times out in seconds, not minutes.
   const policy = yield* Policy.make({ ...loaded.input, ttlMs: 1500 })
   const store = ApprovalStore.layerMemory
-  const gate = ToolGate.layer({ policy }).pipe(Layer.provide(store))
+  // A sweep every 100 ms always lands in the warning window (the last half of the TTL), so the
+  // trail shows the warning before the expiry on every run.
+  const gate = ToolGate.layer({ policy, sweepInterval: "100 millis" }).pipe(Layer.provide(store))
   yield* program.pipe(Effect.provide(Layer.merge(gate, store)))
 })
 

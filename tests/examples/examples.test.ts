@@ -81,6 +81,7 @@ describe("examples run as documented", () => {
       "approval.requested pending",
       "approval.resolved denied",
       "approval.requested pending",
+      "approval.expiring pending",
       "approval.expired expired"
     ])
   })

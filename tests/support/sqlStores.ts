@@ -21,12 +21,18 @@ export const tempDir = Effect.acquireRelease(
 /** One connection to a SQLite file, as one process would hold (WAL is switched on by the store). */
 export const sqliteClient = (filename: string) => SqliteClient.layer({ filename, disableWAL: true })
 
+/**
+ * Test stores judge deadlines at the time the gate passes in (its `TestClock`), unless a test asks
+ * for the database's clock: the TestClock starts at the epoch, where every deadline has passed.
+ */
+const testOptions = (options?: SqlApprovalStore.Options): SqlApprovalStore.Options => ({ clock: "caller", ...options })
+
 /** A store over `client` with the polling feed (the client stays in the output, for inspecting tables). */
 export const storeOver = <E, R>(
   client: Layer.Layer<SqlClient.SqlClient, E, R>,
   options?: SqlApprovalStore.Options
 ) =>
-  SqlApprovalStore.layer(options).pipe(
+  SqlApprovalStore.layer(testOptions(options)).pipe(
     Layer.provide(SqlApprovalStore.layerPollingFeed()),
     Layer.provideMerge(client)
   )
@@ -64,7 +70,7 @@ export const pgStoreOver = <E, R>(
   channel: string,
   options?: SqlApprovalStore.Options
 ) =>
-  SqlApprovalStore.layer(options).pipe(
+  SqlApprovalStore.layer(testOptions(options)).pipe(
     Layer.provide(SqlApprovalStore.layerNotifyFeed(PgClient.PgClient, { channel })),
     Layer.provideMerge(client)
   )

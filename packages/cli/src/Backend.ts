@@ -63,6 +63,7 @@ export type BackendError =
   | ToolGateError.AlreadyResolved
   | ToolGateError.RequestExpired
   | ToolGateError.InvalidResponse
+  | ToolGateError.InvalidDuration
   | ToolGateError.SessionApprovalNotFound
   | ToolGateError.PersistenceError
   | Auth.Unauthorized

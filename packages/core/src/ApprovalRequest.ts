@@ -134,11 +134,18 @@ export const effectiveArgs = (request: ApprovalRequest): ToolArgs =>
 
 /**
  * Whether a second answer is the same as the one that resolved the request (then it is
- * idempotent and returns the first resolution): same decision, same edited arguments.
+ * idempotent and returns the first resolution): same decision, same edited arguments and, for
+ * `approve_session`, the same scope and lifetime. Any difference that would change the outcome
+ * makes it a conflicting answer.
  *
  * @since 0.1.0
  * @category utils
  */
-export const sameAnswer = (resolution: Resolution, response: ApprovalResponse): boolean =>
-  resolution.decision === response.decision &&
-  canonicalJson(resolution.editedArgs ?? null) === canonicalJson(response.editedArgs ?? null)
+export const sameAnswer = (request: ApprovalRequest, response: ApprovalResponse): boolean => {
+  const resolution = request.resolution
+  if (resolution === undefined || resolution.decision !== response.decision) return false
+  if (canonicalJson(resolution.editedArgs ?? null) !== canonicalJson(response.editedArgs ?? null)) return false
+  return response.decision !== "approve_session" ||
+    ((resolution.scope ?? request.sessionScope) === (response.scope ?? request.sessionScope) &&
+      resolution.sessionTtlMs === response.sessionTtlMs)
+}

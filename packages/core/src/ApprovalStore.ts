@@ -22,7 +22,7 @@ import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
 import type { Recorded as RecordedDecision } from "./Decision.js"
 import { matches } from "./AuditEvent.js"
 import type { SessionApproval, SessionApprovalId } from "./SessionApproval.js"
-import { isActive } from "./SessionApproval.js"
+import { covers, isActive } from "./SessionApproval.js"
 import type { PersistenceError } from "./ToolGateError.js"
 
 /**
@@ -36,6 +36,38 @@ export type ResolveResult =
   | { readonly _tag: "Resolved"; readonly request: ApprovalRequest; readonly event: AuditEvent }
   | { readonly _tag: "NotPending"; readonly request: ApprovalRequest }
   | { readonly _tag: "NotFound" }
+  /** an answer or extension of a request whose deadline has passed on the store's clock */
+  | { readonly _tag: "Overdue"; readonly request: ApprovalRequest }
+  /** an expiry of a request whose deadline has not come on the store's clock */
+  | { readonly _tag: "NotDue"; readonly request: ApprovalRequest }
+
+/**
+ * The outcome of inserting an approval request: written, or nothing written because the store
+ * already holds a record for its `(sessionKey, toolCall.id)` (a request, or a policy decision), or
+ * because an active session approval of the session covers the call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CreateResult =
+  | { readonly _tag: "Created"; readonly request: ApprovalRequest; readonly event: AuditEvent }
+  | { readonly _tag: "Existing"; readonly request: ApprovalRequest }
+  | { readonly _tag: "Decided"; readonly decision: RecordedDecision }
+  | { readonly _tag: "Covered"; readonly grant: SessionApproval }
+
+/**
+ * The outcome of recording a policy decision: written, or nothing written because the store
+ * already holds a record for its `(sessionKey, toolCallId)` (a decision, or a request), or because
+ * the session approval the decision relies on is no longer active.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RecordResult =
+  | { readonly _tag: "Created"; readonly decision: RecordedDecision }
+  | { readonly _tag: "Existing"; readonly decision: RecordedDecision }
+  | { readonly _tag: "Requested"; readonly request: ApprovalRequest }
+  | { readonly _tag: "GrantInactive"; readonly sessionApprovalId: string }
 
 /**
  * What is on record for a tool call id: its approval request, or its policy decision.
@@ -85,19 +117,20 @@ export interface Service {
   /** Appends events that change no projection (policy decisions); returns them sequenced. */
   readonly append: (events: ReadonlyArray<UnsequencedEvent>) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
   /**
-   * Inserts the request with its `approval.requested` event, unless a request for the same
-   * `(sessionKey, toolCall.id)` exists: then nothing is written and the existing one is returned.
+   * Inserts the request with its `approval.requested` event, in one transaction that first finds
+   * any record for the same `(sessionKey, toolCall.id)` (`Existing`, `Decided`) and any session
+   * approval active at `request.createdAt` (the database's clock, for SQL stores that judge time
+   * there) that covers the call (`Covered`): then nothing is written.
    */
   readonly createRequest: (
     request: ApprovalRequest,
     event: UnsequencedEvent
-  ) => Effect.Effect<
-    { readonly created: boolean; readonly request: ApprovalRequest; readonly event: AuditEvent | undefined },
-    PersistenceError
-  >
+  ) => Effect.Effect<CreateResult, PersistenceError>
   /**
    * Moves a request out of `pending`, only if it is still pending, committing the event and, for
-   * `approve_session`, the session approval with it.
+   * `approve_session`, the session approval with it. An answer is refused as `Overdue` once the
+   * request's deadline has passed, and an expiry as `NotDue` before it, both judged at
+   * `resolution.resolvedAt` (or on the database's clock, for SQL stores that judge time there).
    */
   readonly resolve: (
     requestId: RequestId,
@@ -105,7 +138,7 @@ export interface Service {
     event: UnsequencedEvent,
     grant?: NewSessionApproval
   ) => Effect.Effect<ResolveResult, PersistenceError>
-  /** Moves `expiresAt` of a pending request; refused once it is not pending. */
+  /** Moves `expiresAt` of a pending request; refused once it is not pending or `Overdue` (at `event.at`). */
   readonly extend: (
     requestId: RequestId,
     expiresAt: number,
@@ -126,13 +159,15 @@ export interface Service {
     toolCallId: string
   ) => Effect.Effect<Option.Option<Recorded>, PersistenceError>
   /**
-   * Records a policy decision for its tool call id with its events, unless a decision is on
-   * record for that id already: then nothing is written and the recorded one is returned.
+   * Records a policy decision for its tool call id with its events, in one transaction that first
+   * finds any record for that id (`Existing`, `Requested`) and, for an allow through a session
+   * approval, checks that the approval is still active at `decision.at` (or on the database's
+   * clock): otherwise nothing is written. After a revocation commits, no decision commits against it.
    */
   readonly recordDecision: (
     decision: RecordedDecision,
     events: ReadonlyArray<UnsequencedEvent>
-  ) => Effect.Effect<{ readonly created: boolean; readonly decision: RecordedDecision }, PersistenceError>
+  ) => Effect.Effect<RecordResult, PersistenceError>
   /** Pending requests, oldest first, for one session or all. */
   readonly listPending: (
     options?: { readonly sessionKey?: string | undefined; readonly limit?: number | undefined }
@@ -183,6 +218,35 @@ export class ApprovalStore extends Context.Tag("@tool-gate/core/ApprovalStore")<
 
 const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey}\u0000${toolCallId}`
 
+/**
+ * Why a pending request may not take this transition at `now`: an answer (or extension) after its
+ * deadline is `Overdue`, an expiry before it `NotDue`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const deadlineRefusal = (
+  request: ApprovalRequest,
+  status: Resolution["status"],
+  now: number
+): ResolveResult | undefined =>
+  status === "expired"
+    ? request.expiresAt > now ? { _tag: "NotDue", request } : undefined
+    : request.expiresAt <= now
+    ? { _tag: "Overdue", request }
+    : undefined
+
+/**
+ * The session approval a decision relies on (an allow through a session approval), if any.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const reliedOn = (decision: RecordedDecision): string | undefined =>
+  decision.decision._tag === "Allow" && decision.decision.via === "sessionApproval"
+    ? decision.decision.sessionApprovalId
+    : undefined
+
 const revokeMatches = (query: RevokeQuery) => (a: SessionApproval) =>
   a.revokedAt === undefined &&
   (query.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
@@ -222,12 +286,15 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
   const transition = (
     requestId: RequestId,
     event: UnsequencedEvent,
-    next: (request: ApprovalRequest) => ApprovalRequest
+    next: (request: ApprovalRequest) => ApprovalRequest,
+    refuse: (request: ApprovalRequest) => ResolveResult | undefined = () => undefined
   ): Effect.Effect<ResolveResult> =>
     Effect.suspend(() => {
       const request = requests.get(requestId)
       if (request === undefined) return Effect.succeed<ResolveResult>({ _tag: "NotFound" })
       if (request.status !== "pending") return Effect.succeed<ResolveResult>({ _tag: "NotPending", request })
+      const refused = refuse(request)
+      if (refused !== undefined) return Effect.succeed(refused)
       return committed((): ResolveResult => {
         const updated = next(request)
         requests.set(requestId, updated)
@@ -238,30 +305,42 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
   const store: Service = {
     append: (events) => committed(() => events.map(sequence)),
     createRequest: (request, event) =>
-      Effect.suspend((): Effect.Effect<
-        { readonly created: boolean; readonly request: ApprovalRequest; readonly event: AuditEvent | undefined }
-      > => {
-        const key = callKey(request.toolCall.sessionKey, request.toolCall.id)
+      Effect.suspend((): Effect.Effect<CreateResult> => {
+        const call = request.toolCall
+        const key = callKey(call.sessionKey, call.id)
         const existing = byCall.get(key)
-        if (existing !== undefined) {
-          return Effect.succeed({ created: false, request: requests.get(existing)!, event: undefined })
+        if (existing !== undefined) return Effect.succeed({ _tag: "Existing", request: requests.get(existing)! })
+        const decided = decisions.get(key)
+        if (decided !== undefined) return Effect.succeed({ _tag: "Decided", decision: decided })
+        for (const approval of approvals.values()) {
+          if (covers(approval, call, request.createdAt)) return Effect.succeed({ _tag: "Covered", grant: approval })
         }
-        return committed(() => {
+        return committed((): CreateResult => {
           requests.set(request.requestId, request)
           byCall.set(key, request.requestId)
-          return { created: true, request, event: sequence(event) }
+          return { _tag: "Created", request, event: sequence(event) }
         })
       }),
     resolve: (requestId, resolution, event, grant) =>
-      transition(requestId, event, (request) => {
-        if (grant !== undefined) approvals.set(grant.id, { ...grant, seq: log.length + 1 })
-        return { ...request, status: resolution.status, resolution }
-      }),
+      transition(
+        requestId,
+        event,
+        (request) => {
+          if (grant !== undefined) approvals.set(grant.id, { ...grant, seq: log.length + 1 })
+          return { ...request, status: resolution.status, resolution }
+        },
+        (request) => deadlineRefusal(request, resolution.status, resolution.resolvedAt)
+      ),
     extend: (requestId, expiresAt, event) =>
-      transition(requestId, event, (request) => {
-        const { warnedAt: _, ...rest } = request
-        return { ...rest, expiresAt }
-      }),
+      transition(
+        requestId,
+        event,
+        (request) => {
+          const { warnedAt: _, ...rest } = request
+          return { ...rest, expiresAt }
+        },
+        (request) => deadlineRefusal(request, "approved", event.at)
+      ),
     markWarned: (requestId, event) =>
       Effect.suspend(() =>
         requests.get(requestId)?.warnedAt !== undefined
@@ -292,14 +371,23 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
         return decision === undefined ? Option.none() : Option.some({ _tag: "Decision", decision })
       }),
     recordDecision: (decision, events) =>
-      Effect.suspend((): Effect.Effect<{ readonly created: boolean; readonly decision: RecordedDecision }> => {
+      Effect.suspend((): Effect.Effect<RecordResult> => {
         const key = callKey(decision.sessionKey, decision.toolCallId)
         const existing = decisions.get(key)
-        if (existing !== undefined) return Effect.succeed({ created: false, decision: existing })
-        return committed(() => {
+        if (existing !== undefined) return Effect.succeed({ _tag: "Existing", decision: existing })
+        const requested = byCall.get(key)
+        if (requested !== undefined) return Effect.succeed({ _tag: "Requested", request: requests.get(requested)! })
+        const grantId = reliedOn(decision)
+        if (grantId !== undefined) {
+          const grant = approvals.get(grantId)
+          if (grant === undefined || !isActive(grant, decision.at)) {
+            return Effect.succeed({ _tag: "GrantInactive", sessionApprovalId: grantId })
+          }
+        }
+        return committed((): RecordResult => {
           decisions.set(key, decision)
           events.forEach(sequence)
-          return { created: true, decision }
+          return { _tag: "Created", decision }
         })
       }),
     listPending: (options) =>

@@ -125,6 +125,11 @@ export const Recorded = Schema.Struct({
   toolCallId: Schema.String,
   toolName: Schema.String,
   argsDigest: Schema.String,
+  /**
+   * SHA-256 of the whole call (tool, canonical arguments, agent, intent, working directory); a
+   * record without one (written before it was kept) is never replayed for another call
+   */
+  callDigest: Schema.optional(Schema.String),
   at: Schema.Number,
   decision: Schema.Union(Allow, Deny)
 })

@@ -11,7 +11,7 @@
  */
 import { Schema } from "effect"
 import { SessionScope } from "./Decision.js"
-import { SessionKey } from "./ToolCall.js"
+import { argsDigest, normalizeName, SessionKey, type ToolArgs } from "./ToolCall.js"
 
 /**
  * @since 0.1.0
@@ -61,3 +61,25 @@ export interface SessionApproval extends Schema.Schema.Type<typeof SessionApprov
  */
 export const isActive = (approval: SessionApproval, now: number): boolean =>
   approval.revokedAt === undefined && (approval.expiresAt === undefined || approval.expiresAt > now)
+
+/**
+ * Whether this approval, active at `now`, covers the call (`digest`: the call's `argsDigest`, when
+ * already known): a tool-wide grant covers every call of
+ * its tool in its session; an exact grant only the same canonical arguments in the same working
+ * directory (a grant made for a call without one covers only calls without one). Only the call's
+ * own session is ever covered.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const covers = (
+  approval: SessionApproval,
+  call: { readonly sessionKey: string; readonly name: string; readonly args: ToolArgs; readonly workingDirectory?: string | undefined },
+  now: number,
+  digest?: string
+): boolean =>
+  approval.sessionKey === call.sessionKey &&
+  approval.toolName === normalizeName(call.name) &&
+  isActive(approval, now) &&
+  (approval.scope === "tool" ||
+    (approval.argsDigest === (digest ?? argsDigest(call.args)) && approval.workingDirectory === call.workingDirectory))

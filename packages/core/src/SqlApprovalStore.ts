@@ -39,12 +39,20 @@ import { Clock, Context, Effect, Layer, Option, type ParseResult, Queue, RcRef, 
 import type * as Duration from "effect/Duration"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
-import { ApprovalStore, type Recorded, type ResolveResult, type Service } from "./ApprovalStore.js"
+import {
+  ApprovalStore,
+  type CreateResult,
+  type Recorded,
+  type RecordResult,
+  reliedOn,
+  type ResolveResult,
+  type Service
+} from "./ApprovalStore.js"
 import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
 import * as Batcher from "./internal/sqlBatcher.js"
 import * as Rows from "./internal/sqlRows.js"
 import { lockKey, migrations, tables } from "./internal/sqlSchema.js"
-import type { SessionApproval } from "./SessionApproval.js"
+import { covers, type SessionApproval } from "./SessionApproval.js"
 import { PersistenceError } from "./ToolGateError.js"
 
 /**
@@ -175,6 +183,13 @@ export interface Options {
    * W2) for a WAL a tenth the size.
    */
   readonly walAutocheckpointPages?: number | undefined
+  /**
+   * Whose clock judges deadlines in the writing transactions: whether an answer or extension
+   * comes too late, whether an expiry is due, whether a session approval is still active.
+   * `database` (default): the database's own clock, so gate processes on hosts with skewed clocks
+   * agree. `caller`: the time the gate passes in (its `Clock`), for tests on the `TestClock`.
+   */
+  readonly clock?: "database" | "caller" | undefined
 }
 
 type Failure = SqlError | ParseResult.ParseError
@@ -217,6 +232,12 @@ export const make = (
     const approvals = sql(t.sessionApprovals)
     const decisions = sql(t.decisions)
     const isSqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+    // the time deadlines are judged at: the database's clock, or the caller's `at`
+    const databaseNow = sql.onDialectOrElse({
+      pg: () => sql.literal("(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint"),
+      orElse: () => sql.literal("CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)")
+    })
+    const clockAt = (at: number): Fragment => options.clock === "caller" ? sql`${at}` : databaseNow
     const codecs = Rows.makeCodecs()
     const readRequests = Rows.requests(codecs)
     const readApprovals = Rows.approvals(codecs)
@@ -479,27 +500,44 @@ export const make = (
         (result) => result._tag === "Applied" ? result.event?.seq : undefined
       )
 
-    /** A transition of a pending request, or why it was refused. */
+    /**
+     * A transition of a pending request within (`Overdue` otherwise) or past (`NotDue` otherwise)
+     * its deadline, judged at `at` on the store's clock; or why it was refused.
+     */
     const pendingTransition = (
       operation: string,
       requestId: RequestId,
+      deadline: { readonly at: number; readonly refusal: "Overdue" | "NotDue" },
       set: Fragment,
       next: (request: ApprovalRequest) => ApprovalRequest,
       event: UnsequencedEvent,
       alongside?: (seq: number) => Effect.Effect<unknown, Failure>
-    ): Effect.Effect<ResolveResult, PersistenceError> =>
-      Effect.map(
-        transition(operation, requestId, { set, when: sql`status = 'pending'` }, next, event, alongside),
+    ): Effect.Effect<ResolveResult, PersistenceError> => {
+      const now = clockAt(deadline.at)
+      const when = deadline.refusal === "Overdue"
+        ? sql`status = 'pending' AND expires_at > ${now}`
+        : sql`status = 'pending' AND expires_at <= ${now}`
+      return Effect.map(
+        transition(operation, requestId, { set, when }, next, event, alongside),
         (result): ResolveResult =>
           result._tag === "Applied"
             ? { _tag: "Resolved", request: result.request, event: result.event! }
             : Option.match(result.current, {
               onNone: () => ({ _tag: "NotFound" }),
-              onSome: (request) => ({ _tag: "NotPending", request })
+              onSome: (request) =>
+                request.status === "pending"
+                  ? { _tag: deadline.refusal, request }
+                  : { _tag: "NotPending", request }
             })
       )
+    }
+
+    /** A write's result, with the last seq it wrote (hinted to subscribers after COMMIT). */
+    const unwritten = <A>(result: A): { readonly result: A; readonly seq: number | undefined } => ({ result, seq: undefined })
 
     const activeAt = (at: number) => sql`revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${at})`
+    /** Active on the store's clock (`clockAt(at)`). */
+    const activeNow = (at: number) => sql`revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(at)})`
 
     // --- the service ----------------------------------------------------------------------------
 
@@ -513,6 +551,21 @@ export const make = (
         write(
           "createRequest",
           Effect.gen(function*() {
+            const call = request.toolCall
+            const existing = yield* requestByCall(call.sessionKey, call.id)
+            if (Option.isSome(existing)) return unwritten<CreateResult>({ _tag: "Existing", request: existing.value })
+            const [decided] = yield* Effect.flatMap(exec(q.decisionByCall, [call.sessionKey, call.id]), readDecisions)
+            if (decided !== undefined) return unwritten<CreateResult>({ _tag: "Decided", decision: decided })
+            const grants = yield* Effect.flatMap(
+              run(sql`SELECT approval FROM ${approvals}
+                WHERE session_key = ${call.sessionKey} AND tool_name = ${call.name.toLowerCase()} AND ${
+                activeNow(request.createdAt)
+              }`),
+              readApprovals
+            )
+            // the query judged activity on the store's clock; `covers` judges scope and arguments
+            const grant = grants.find((g) => covers(g, call, Number.NEGATIVE_INFINITY))
+            if (grant !== undefined) return unwritten<CreateResult>({ _tag: "Covered", grant })
             const inserted = yield* exec(q.insertRequest, [
               request.requestId,
               request.toolCall.sessionKey,
@@ -525,21 +578,19 @@ export const make = (
               yield* json(codecs.request, request)
             ])
             if (inserted.length === 0) {
-              const existing = yield* requestByCall(request.toolCall.sessionKey, request.toolCall.id)
-              if (Option.isNone(existing)) {
-                return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
-              }
-              return { created: false, request: existing.value, event: undefined }
+              return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
             }
-            return { created: true, request, event: yield* insertEvent(event) }
+            const sequenced = yield* insertEvent(event)
+            return { result: { _tag: "Created", request, event: sequenced } as CreateResult, seq: sequenced.seq }
           }),
-          (result) => result.event?.seq
-        ),
+          (written) => written.seq
+        ).pipe(Effect.map((written) => written.result)),
 
       resolve: (requestId, resolution, event, grant) =>
         pendingTransition(
           "resolve",
           requestId,
+          { at: resolution.resolvedAt, refusal: resolution.status === "expired" ? "NotDue" : "Overdue" },
           sql`status = ${resolution.status}`,
           (request) => ({ ...request, status: resolution.status, resolution }),
           event,
@@ -550,6 +601,7 @@ export const make = (
         pendingTransition(
           "extend",
           requestId,
+          { at: event.at, refusal: "Overdue" },
           sql`expires_at = ${expiresAt}, warned_at = NULL`,
           ({ warnedAt: _, ...request }) => ({ ...request, expiresAt }),
           event
@@ -592,6 +644,13 @@ export const make = (
         write(
           "recordDecision",
           Effect.gen(function*() {
+            const requested = yield* requestByCall(decision.sessionKey, decision.toolCallId)
+            if (Option.isSome(requested)) return unwritten<RecordResult>({ _tag: "Requested", request: requested.value })
+            const grantId = reliedOn(decision)
+            if (grantId !== undefined) {
+              const active = yield* run(sql`SELECT id FROM ${approvals} WHERE id = ${grantId} AND ${activeNow(decision.at)}`)
+              if (active.length === 0) return unwritten<RecordResult>({ _tag: "GrantInactive", sessionApprovalId: grantId })
+            }
             const inserted = yield* exec(q.insertDecision, [
               decision.sessionKey,
               decision.toolCallId,
@@ -599,13 +658,13 @@ export const make = (
             ])
             if (inserted.length === 0) {
               const [existing] = yield* Effect.flatMap(exec(q.decisionByCall, [decision.sessionKey, decision.toolCallId]), readDecisions)
-              return { created: false, decision: existing!, last: undefined }
+              return unwritten<RecordResult>({ _tag: "Existing", decision: existing! })
             }
             const sequenced = batch.length === 0 ? [] : yield* insertEvents(batch)
-            return { created: true, decision, last: sequenced[sequenced.length - 1]?.seq }
+            return { result: { _tag: "Created", decision } as RecordResult, seq: sequenced[sequenced.length - 1]?.seq }
           }),
-          (result) => result.last
-        ).pipe(Effect.map(({ created, decision }) => ({ created, decision }))),
+          (written) => written.seq
+        ).pipe(Effect.map((written) => written.result)),
 
       listPending: (query) =>
         read("listPending", 

@@ -22,10 +22,13 @@
 import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ApprovalRequest from "./ApprovalRequest.js"
-import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval } from "./ApprovalStore.js"
+import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval, type Recorded } from "./ApprovalStore.js"
 import * as AuditEvent from "./AuditEvent.js"
 import * as Decision from "./Decision.js"
+import * as CallIdentity from "./internal/callIdentity.js"
+import { sha256 } from "./internal/canonical.js"
 import * as SessionIndex from "./internal/sessionIndex.js"
+import * as Limits from "./Limits.js"
 import * as PauseSignal from "./PauseSignal.js"
 import type { Policy } from "./Policy.js"
 import * as SessionApproval from "./SessionApproval.js"
@@ -33,9 +36,10 @@ import * as ToolCall from "./ToolCall.js"
 import {
   AlreadyResolved,
   CallAlreadyExecuted,
+  type InvalidDuration,
   InvalidResponse,
   InvalidToolCall,
-  type PersistenceError,
+  PersistenceError,
   problemsOf,
   RequestExpired,
   RequestNotFound,
@@ -146,7 +150,10 @@ export interface Service {
     requestId: string,
     ttl: Duration.DurationInput,
     actor?: string
-  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | RequestExpired | AlreadyResolved | PersistenceError>
+  ) => Effect.Effect<
+    ApprovalRequest.ApprovalRequest,
+    RequestNotFound | RequestExpired | AlreadyResolved | InvalidDuration | PersistenceError
+  >
   /** One sweep: expires overdue requests and emits due warnings. Runs in the background too. */
   readonly sweep: Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
   /** Whether the session holds a tool-wide approval for the tool (or, given `call`, one covering it). */
@@ -161,7 +168,7 @@ export interface Service {
     sessionKey: string,
     approved: boolean,
     options?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
-  ) => Effect.Effect<void, PersistenceError>
+  ) => Effect.Effect<void, InvalidDuration | PersistenceError>
   /** Revokes the session approvals of one session, or of all sessions; returns how many. */
   readonly clearApprovals: (sessionKey?: string, actor?: string) => Effect.Effect<number, PersistenceError>
   /** Active session approvals of one session or all. */
@@ -217,7 +224,12 @@ const callFields = (call: ToolCall.ToolCall) => ({
 })
 
 // Built field by field rather than by spreading: this runs once per decision on the hot path.
-const decisionEvent = (call: ToolCall.ToolCall, decision: Decision.Decision, at: number): AuditEvent.UnsequencedEvent => {
+const decisionEvent = (
+  call: ToolCall.ToolCall,
+  decision: Decision.Decision,
+  at: number,
+  args: string
+): AuditEvent.UnsequencedEvent => {
   const event: Types.Mutable<AuditEvent.UnsequencedEvent> = {
     at,
     type: "decision",
@@ -225,7 +237,8 @@ const decisionEvent = (call: ToolCall.ToolCall, decision: Decision.Decision, at:
     sessionKey: call.sessionKey,
     toolCallId: call.id,
     toolName: call.name,
-    policyVersion: decision.policyVersion
+    policyVersion: decision.policyVersion,
+    args
   }
   if (decision.rule !== undefined) {
     event.rule = decision.rule.id
@@ -248,13 +261,14 @@ const shadowEvent = (
   call: ToolCall.ToolCall,
   enforced: Decision.Decision,
   candidate: Decision.Decision,
-  at: number
+  at: number,
+  args: string
 ): AuditEvent.UnsequencedEvent | undefined => {
   const outcome = Decision.outcome(candidate)
   const was = Decision.outcome(enforced)
   if (outcome === was) return undefined
   return {
-    ...decisionEvent(call, candidate, at),
+    ...decisionEvent(call, candidate, at, args),
     type: "policy.shadow",
     enforced: was,
     reason: `the candidate policy would ${outcome === "pending" ? "ask for approval" : outcome}` +
@@ -281,6 +295,23 @@ const deniedError = (request: ApprovalRequest.ApprovalRequest): ToolDenied =>
     rule: request.rule.id,
     requestId: request.requestId
   })
+
+/** A requireApproval decision turned into an allow by a session approval that covers the call. */
+const allowedBy = (decision: Decision.RequireApproval, grant: SessionApproval.SessionApproval): Decision.Allow => ({
+  _tag: "Allow",
+  via: "sessionApproval",
+  rule: decision.rule,
+  sessionApprovalId: grant.id,
+  policyVersion: decision.policyVersion
+})
+
+// A prompt is read by people: it quotes this much of the arguments (the request keeps them whole).
+const promptArgsLength = 500
+
+const quoted = (args: string): string =>
+  args.length <= promptArgsLength
+    ? args
+    : `${args.slice(0, promptArgsLength)}… (${args.length - promptArgsLength} more characters)`
 
 /**
  * Builds the gate over the `ApprovalStore` in context. Background work (the log tailer that wakes
@@ -311,6 +342,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     const decodeCall = (input: ToolCall.ToolCallInput) => ToolCall.decode(input)
 
+    // --- decisions ------------------------------------------------------------------------------
+
+    // Set while the log tailer cannot read the log: session approvals may have been revoked since.
+    let logUnreadable: PersistenceError | undefined
+
     const decideWith = (
       projection: SessionIndex.SessionIndex,
       call: ToolCall.ToolCall,
@@ -320,38 +356,40 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       const decision = judge.evaluate(call)
       if (decision._tag !== "RequireApproval") return decision
       const grant = SessionIndex.lookup(projection, call, now)
-      if (grant === undefined) return decision
-      return {
-        _tag: "Allow",
-        via: "sessionApproval",
-        rule: decision.rule,
-        sessionApprovalId: grant.id,
-        policyVersion: decision.policyVersion
-      } satisfies Decision.Allow
+      return grant === undefined ? decision : allowedBy(decision, grant)
     }
 
     /** The decision, and the `policy.shadow` event when a candidate policy disagrees with it. */
     const decide = (
       projection: SessionIndex.SessionIndex,
       call: ToolCall.ToolCall,
-      now: number
+      now: number,
+      args: string
     ): readonly [Decision.Decision, AuditEvent.UnsequencedEvent | undefined] => {
       const decision = decideWith(projection, call, now)
-      return [
-        decision,
-        shadowPolicy === undefined
-          ? undefined
-          : shadowEvent(call, decision, decideWith(projection, call, now, shadowPolicy), now)
-      ]
+      return [decision, shadowOf(projection, call, decision, now, args)]
     }
+
+    const shadowOf = (
+      projection: SessionIndex.SessionIndex,
+      call: ToolCall.ToolCall,
+      decision: Decision.Decision,
+      now: number,
+      args: string
+    ) =>
+      shadowPolicy === undefined
+        ? undefined
+        : shadowEvent(call, decision, decideWith(projection, call, now, shadowPolicy), now, args)
 
     /** The decision event, and the shadow event when there is one. */
     const decisionEvents = (
       call: ToolCall.ToolCall,
       decision: Decision.Decision,
       shadow: AuditEvent.UnsequencedEvent | undefined,
-      now: number
-    ) => shadow === undefined ? [decisionEvent(call, decision, now)] : [decisionEvent(call, decision, now), shadow]
+      now: number,
+      args: string
+    ) =>
+      shadow === undefined ? [decisionEvent(call, decision, now, args)] : [decisionEvent(call, decision, now, args), shadow]
 
     const withHooks = (
       call: ToolCall.ToolCall,
@@ -368,12 +406,15 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         call,
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(Ref.get(index), (projection) => {
-            const [decision, shadow] = decide(projection, call, now)
-            return Effect.as(store.append(decisionEvents(call, decision, shadow, now)), decision)
+            const args = ToolCall.canonicalArgs(call.args)
+            const [decision, shadow] = decide(projection, call, now, args)
+            return Effect.as(store.append(decisionEvents(call, decision, shadow, now, args)), decision)
           }))
       )
 
     const evaluate = (input: ToolCall.ToolCallInput) => Effect.flatMap(decodeCall(input), evaluateDecoded)
+
+    // --- requests -------------------------------------------------------------------------------
 
     const getRequest = (requestId: string) =>
       Effect.flatMap(
@@ -384,8 +425,12 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         })
       )
 
+    /**
+     * Expires an overdue request. The store judges the deadline (on the database's clock, for SQL
+     * stores that keep time there): a request not yet due there comes back still pending.
+     */
     const expire = (request: ApprovalRequest.ApprovalRequest, now: number) =>
-      Effect.flatMap(
+      Effect.map(
         store.resolve(
           request.requestId,
           { status: "expired", reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`, resolvedAt: now },
@@ -399,8 +444,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             elapsedMs: now - request.createdAt
           }
         ),
-        (result) =>
-          result._tag === "NotFound" ? Effect.succeed(request) : Effect.succeed(result.request)
+        (result) => result._tag === "NotFound" ? request : result.request
       )
 
     /** Settles a request that may be overdue: expired requests are resolved as such first. */
@@ -410,54 +454,121 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const newRequest = (
       call: ToolCall.ToolCall,
       decision: Decision.RequireApproval,
-      now: number
+      now: number,
+      args: string
     ): ApprovalRequest.ApprovalRequest => {
-      const args = ToolCall.canonicalArgs(call.args)
       const reason = decision.reason ?? `${call.name} requires approval (rule ${decision.rule.id})`
       return {
         requestId: newId("req") as ApprovalRequest.RequestId,
         toolCall: call,
-        argsDigest: ToolCall.argsDigest(call.args),
+        argsDigest: sha256(args),
         rule: decision.rule,
         policyVersion: decision.policyVersion,
         sessionScope: decision.sessionScope,
         reason,
-        prompt: `Allow ${call.name} ${args} in session ${call.sessionKey}? ${reason}`,
+        // the request keeps the arguments whole; the prompt quotes a bounded part of them
+        prompt: `Allow ${call.name} ${quoted(args)} in session ${call.sessionKey}? ${reason}`,
         createdAt: now,
         expiresAt: now + decision.ttlMs,
         status: "pending"
       }
     }
 
-    const createRequest = (call: ToolCall.ToolCall, decision: Decision.RequireApproval, now: number) => {
-      const request = newRequest(call, decision, now)
-      return Effect.map(
-        store.createRequest(request, {
-          at: now,
-          type: "approval.requested",
-          outcome: "pending",
-          ...requestEventBase(request),
-          reason: request.reason,
-          args: ToolCall.canonicalArgs(call.args),
-          expiresAt: request.expiresAt
-        }),
-        (result) => result.request
-      )
-    }
+    const requestedEvent = (request: ApprovalRequest.ApprovalRequest, args: string): AuditEvent.UnsequencedEvent => ({
+      at: request.createdAt,
+      type: "approval.requested",
+      outcome: "pending",
+      ...requestEventBase(request),
+      reason: request.reason,
+      args,
+      expiresAt: request.expiresAt
+    })
 
-    /** A call id already seen must name the same tool and arguments, or it is a different call in disguise. */
-    const sameCall = (seen: { readonly toolName: string; readonly argsDigest: string }, call: ToolCall.ToolCall) =>
-      ToolCall.normalizeName(seen.toolName) === ToolCall.normalizeName(call.name) &&
-        seen.argsDigest === ToolCall.argsDigest(call.args)
-        ? Effect.void
-        : Effect.fail(
+    // --- replay by tool-call id -------------------------------------------------------------------
+    // A tool-call id names one call in its session. Asking again for an id returns what is on record
+    // for it (a decision or a request), never a second judgement, and only to the very same call
+    // (tool, canonical arguments, agent, intent, working directory): another call under a known id
+    // is refused and audited, wherever the record is found (before judging, or when the store
+    // finds it while writing, because a racing caller recorded it first).
+
+    const isSameCall = (call: ToolCall.ToolCall, record: Recorded): boolean =>
+      record._tag === "Request"
+        ? CallIdentity.sameCall(record.request.toolCall, call)
+        : record.decision.callDigest === CallIdentity.callDigest(call)
+
+    const refuseReused = (call: ToolCall.ToolCall, args: string, now: number) =>
+      Effect.zipRight(
+        store.append([{
+          at: now,
+          type: "call.refused",
+          outcome: "deny",
+          ...callFields(call),
+          args,
+          reason: `tool call id ${call.id} was already used in this session for another call`
+        }]),
+        Effect.fail(
           new InvalidToolCall({
             problems: [{
               path: "id",
-              message: `tool call id ${call.id} was already used in this session for different arguments or tool`
+              message: `tool call id ${call.id} was already used in this session for another call (tool, arguments, agent, intent or working directory differ)`
             }]
           })
         )
+      )
+
+    /** The record's answer for the call, or a refusal when the record is another call's. */
+    const replay = (
+      call: ToolCall.ToolCall,
+      args: string,
+      record: Recorded,
+      now: number
+    ): Effect.Effect<Allowed | PauseSignal.PauseSignal, ToolDenied | CallAlreadyExecuted | CallError> =>
+      !isSameCall(call, record)
+        ? refuseReused(call, args, now)
+        : record._tag === "Request"
+        ? fromRecorded(record.request, now)
+        : fromDecision(call, record.decision.decision)
+
+    /**
+     * An approved request runs once, and only if the policy of this process does not deny what will
+     * run (the approver's edit, or the call as asked): an approver elsewhere may hold another policy.
+     */
+    const fromApproved = (
+      request: ApprovalRequest.ApprovalRequest,
+      now: number
+    ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | PersistenceError> => {
+      const runs: ToolCall.ToolCall = { ...request.toolCall, args: ApprovalRequest.effectiveArgs(request) }
+      const verdict = policy.evaluate(runs)
+      if (verdict._tag === "Deny") {
+        const denied = new ToolDenied({
+          toolCallId: runs.id,
+          toolName: runs.name,
+          sessionKey: runs.sessionKey,
+          outcome: "policy",
+          reason: verdict.reason,
+          rule: verdict.rule.id,
+          requestId: request.requestId
+        })
+        // spent, so that it can never run later; audited once, by the caller that spent it
+        return Effect.flatMap(store.consume(request.requestId, now), (spent) =>
+          Effect.zipRight(
+            spent
+              ? store.append([{
+                ...decisionEvent(runs, verdict, now, ToolCall.canonicalArgs(request.toolCall.args)),
+                requestId: request.requestId,
+                ...(request.resolution?.editedArgs !== undefined
+                  ? { editedArgs: ToolCall.canonicalArgs(request.resolution.editedArgs) }
+                  : {})
+              }])
+              : Effect.void,
+            Effect.fail(denied)
+          ))
+      }
+      return Effect.flatMap(store.consume(request.requestId, now), (spent) =>
+        spent
+          ? Effect.succeed<Allowed>({ _tag: "Allowed", call: runs, decision: undefined, request })
+          : Effect.fail(new CallAlreadyExecuted({ toolCallId: runs.id, requestId: request.requestId })))
+    }
 
     const fromRecorded = (
       request: ApprovalRequest.ApprovalRequest,
@@ -471,15 +582,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           case "pending":
             return Effect.succeed(PauseSignal.fromRequest(settled))
           case "approved":
-            return Effect.flatMap(store.consume(settled.requestId, now), (spent) =>
-              spent
-                ? Effect.succeed<Allowed>({
-                  _tag: "Allowed",
-                  call: { ...settled.toolCall, args: ApprovalRequest.effectiveArgs(settled) },
-                  decision: undefined,
-                  request: settled
-                })
-                : Effect.fail(new CallAlreadyExecuted({ toolCallId: settled.toolCall.id, requestId: settled.requestId })))
+            return fromApproved(settled, now)
           default:
             return Effect.fail(deniedError(settled))
         }
@@ -502,55 +605,114 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           })
         )
 
-    const authorize = (input: ToolCall.ToolCallInput) =>
+    // --- authorize --------------------------------------------------------------------------------
+
+    type Authorized = Effect.Effect<Allowed | PauseSignal.PauseSignal, ToolDenied | CallAlreadyExecuted | CallError>
+
+    // A decision and its record are retried when a session approval it relied on was revoked in
+    // between; more than a few revocations racing one call is a store that keeps changing under it.
+    const maxAttempts = 5
+
+    const authorize = (input: ToolCall.ToolCallInput): Authorized =>
       Effect.gen(function*() {
         const call = yield* decodeCall(input)
         const now = yield* Clock.currentTimeMillis
+        const args = ToolCall.canonicalArgs(call.args)
         const recorded = yield* store.findRecorded(call.sessionKey, call.id)
-        if (Option.isSome(recorded)) {
-          // asked again: the decision on record, never a second judgement (nor a second event)
-          if (recorded.value._tag === "Request") {
-            const request = recorded.value.request
-            yield* sameCall({ toolName: request.toolCall.name, argsDigest: request.argsDigest }, call)
-            return yield* fromRecorded(request, now)
-          }
-          yield* sameCall(recorded.value.decision, call)
-          return yield* fromDecision(call, recorded.value.decision.decision)
-        }
+        if (Option.isSome(recorded)) return yield* replay(call, args, recorded.value, now)
         let shadow: AuditEvent.UnsequencedEvent | undefined
         const decision = yield* withHooks(
           call,
-          Effect.flatMap(Ref.get(index), (projection): Effect.Effect<Decision.Decision, PersistenceError> => {
-            const [decision, disagreement] = decide(projection, call, now)
+          Effect.map(Ref.get(index), (projection) => {
+            const [decision, disagreement] = decide(projection, call, now, args)
             shadow = disagreement
-            // a request's own event records a requireApproval decision (written with the request);
-            // a racing process may have recorded its decision for this call id first: that one holds
-            return decision._tag === "RequireApproval"
-              ? Effect.succeed(decision)
-              : Effect.map(
-                store.recordDecision({
-                  sessionKey: call.sessionKey,
-                  toolCallId: call.id,
-                  toolName: ToolCall.normalizeName(call.name),
-                  argsDigest: ToolCall.argsDigest(call.args),
-                  at: now,
-                  decision
-                }, decisionEvents(call, decision, disagreement, now)),
-                (kept) => kept.decision.decision
-              )
+            return decision
           })
         )
-        switch (decision._tag) {
-          case "Allow":
-          case "Deny":
-            return yield* fromDecision(call, decision)
-          case "RequireApproval": {
-            const request = yield* createRequest(call, decision, now)
-            if (shadow !== undefined) yield* store.append([{ ...shadow, requestId: request.requestId }])
-            return yield* fromRecorded(request, now)
+        return yield* settle(call, args, decision, shadow, now, 1)
+      })
+
+    /** Records the decision (or the request it needs) and answers the call from the record. */
+    const settle = (
+      call: ToolCall.ToolCall,
+      args: string,
+      decision: Decision.Decision,
+      shadow: AuditEvent.UnsequencedEvent | undefined,
+      now: number,
+      attempt: number
+    ): Authorized => {
+      if (attempt > maxAttempts) {
+        return Effect.fail(
+          new PersistenceError({ operation: "authorize", cause: new Error("session approvals kept changing under the call") })
+        )
+      }
+      if (decision._tag === "RequireApproval") return request(call, args, decision, shadow, now, attempt)
+      if (decision._tag === "Allow" && decision.via === "sessionApproval" && logUnreadable !== undefined) {
+        // the approval may have been revoked in a part of the log this gate cannot read
+        return Effect.fail(logUnreadable)
+      }
+      const recorded = store.recordDecision({
+        sessionKey: call.sessionKey,
+        toolCallId: call.id,
+        toolName: ToolCall.normalizeName(call.name),
+        argsDigest: sha256(args),
+        callDigest: CallIdentity.callDigest(call),
+        at: now,
+        decision
+      }, decisionEvents(call, decision, shadow, now, args))
+      return Effect.flatMap(recorded, (result): Authorized => {
+        switch (result._tag) {
+          case "Created":
+            return fromDecision(call, decision)
+          case "Existing":
+            return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
+          case "Requested":
+            return replay(call, args, { _tag: "Request", request: result.request }, now)
+          case "GrantInactive":
+            // revoked (or lapsed on the store's clock) since this gate last read the log: judge the
+            // call by the policy alone; the store then finds any other approval that still covers it
+            return Effect.zipRight(
+              Effect.flatMap(store.sessionApprovals({ id: result.sessionApprovalId }), project),
+              Effect.suspend(() => settle(call, args, policy.evaluate(call), undefined, now, attempt + 1))
+            )
+        }
+      })
+    }
+
+    const request = (
+      call: ToolCall.ToolCall,
+      args: string,
+      decision: Decision.RequireApproval,
+      shadow: AuditEvent.UnsequencedEvent | undefined,
+      now: number,
+      attempt: number
+    ): Authorized => {
+      const asked = newRequest(call, decision, now, args)
+      return Effect.flatMap(store.createRequest(asked, requestedEvent(asked, args)), (result): Authorized => {
+        switch (result._tag) {
+          case "Created":
+            return Effect.zipRight(
+              shadow === undefined ? Effect.void : store.append([{ ...shadow, requestId: result.request.requestId }]),
+              fromRecorded(result.request, now)
+            )
+          case "Existing":
+            return replay(call, args, { _tag: "Request", request: result.request }, now)
+          case "Decided":
+            return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
+          case "Covered": {
+            // approved for the session by a process whose answer this gate has not read yet
+            const allowed = allowedBy(decision, result.grant)
+            return Effect.zipRight(
+              project([result.grant]),
+              Effect.flatMap(Ref.get(index), (projection) =>
+                settle(call, args, allowed, shadowOf(projection, call, allowed, now, args), now, attempt + 1))
+            )
           }
         }
       })
+    }
+
+    // --- waiting ---------------------------------------------------------------------------------
 
     const wake = (requestId: string) => {
       const set = waiters.get(requestId)
@@ -580,7 +742,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           const now = yield* Clock.currentTimeMillis
           const settled = yield* current(request, now)
           if (settled.status !== "pending") return settled
-          yield* Effect.raceFirst(Deferred.await(wakeUp), Effect.sleep(Duration.millis(settled.expiresAt - now)))
+          // past the deadline here but not yet on the store's clock: look again shortly
+          const wait = Math.max(settled.expiresAt - now, settled.expiresAt <= now ? 10 : 0)
+          yield* Effect.raceFirst(Deferred.await(wakeUp), Effect.sleep(Duration.millis(wait)))
         }
       }))
 
@@ -602,6 +766,10 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const invalidResponse = (path: string, message: string) =>
       new InvalidResponse({ problems: [{ path, message }] })
 
+
+
+    // --- answers --------------------------------------------------------------------------------
+
     const settleRepeat = (
       request: ApprovalRequest.ApprovalRequest,
       response: ApprovalRequest.ApprovalResponse
@@ -609,9 +777,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       if (request.status === "expired") {
         return Effect.fail(new RequestExpired({ requestId: request.requestId, expiresAt: request.expiresAt }))
       }
-      if (request.resolution !== undefined && ApprovalRequest.sameAnswer(request.resolution, response)) {
-        return Effect.succeed(request)
-      }
+      if (ApprovalRequest.sameAnswer(request, response)) return Effect.succeed(request)
       return Effect.fail(
         new AlreadyResolved({
           requestId: request.requestId,
@@ -659,6 +825,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         return { resolution: { ...base, ...reason, status: "approved" }, grant: undefined }
       }
       const scope = response.scope ?? request.sessionScope
+      const lifetime = response.sessionTtlMs !== undefined ? { sessionTtlMs: response.sessionTtlMs } : {}
       const grant: NewSessionApproval = {
         id: newId("sa") as SessionApproval.SessionApprovalId,
         sessionKey: call.sessionKey,
@@ -676,8 +843,16 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         createdAt: now,
         ...(response.sessionTtlMs !== undefined ? { expiresAt: now + response.sessionTtlMs } : {})
       }
-      return { resolution: { ...base, ...reason, status: "approved", sessionApprovalId: grant.id }, grant }
+      return {
+        resolution: { ...base, ...reason, status: "approved", scope, ...lifetime, sessionApprovalId: grant.id },
+        grant
+      }
     }
+
+    /** A request the store found overdue on its clock is expired there, then refused as such. */
+    const refuseOverdue = (request: ApprovalRequest.ApprovalRequest, now: number) =>
+      Effect.flatMap(expire(request, now), (settled) =>
+        Effect.fail(new RequestExpired({ requestId: settled.requestId, expiresAt: settled.expiresAt })))
 
     const respond = (requestId: string, input: unknown) =>
       Effect.gen(function*() {
@@ -688,6 +863,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         const response = decoded.right
         if (response.scope !== undefined && response.decision !== "approve_session") {
           return yield* invalidResponse("scope", "scope applies only to approve_session")
+        }
+        if (response.sessionTtlMs !== undefined && response.decision !== "approve_session") {
+          return yield* invalidResponse("sessionTtlMs", "sessionTtlMs applies only to approve_session")
         }
         if (response.editedArgs !== undefined && response.decision === "deny") {
           return yield* invalidResponse("editedArgs", "edited arguments apply only to an approval")
@@ -719,6 +897,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             return yield* new RequestNotFound({ requestId })
           case "NotPending":
             return yield* settleRepeat(result.request, response)
+          case "Overdue":
+          case "NotDue":
+            return yield* refuseOverdue(result.request, now)
           case "Resolved":
             if (grant !== undefined) yield* project([{ ...grant, seq: result.event.seq }])
             return result.request
@@ -735,12 +916,14 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         return settled
       })
 
+
     const extend = (requestId: string, ttl: Duration.DurationInput, actor?: string) =>
       Effect.gen(function*() {
+        const ttlMs = yield* Limits.ttlMillis("ttl", ttl)
         const request = yield* getRequest(requestId)
         const now = yield* Clock.currentTimeMillis
         const settled = yield* current(request, now)
-        const expiresAt = now + Duration.toMillis(ttl)
+        const expiresAt = now + ttlMs
         const refused = (r: ApprovalRequest.ApprovalRequest) =>
           r.status === "expired"
             ? new RequestExpired({ requestId, expiresAt: r.expiresAt })
@@ -759,6 +942,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             return yield* new RequestNotFound({ requestId })
           case "NotPending":
             return yield* refused(result.request)
+          case "Overdue":
+          case "NotDue":
+            return yield* refuseOverdue(result.request, now)
           case "Resolved":
             return result.request
         }
@@ -802,6 +988,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         return SessionIndex.lookup(projection, probe, now) !== undefined
       })
 
+
+    // --- session approvals ------------------------------------------------------------------------
+
     const recordApproval = (
       toolId: string,
       sessionKey: string,
@@ -809,6 +998,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       recordOptions?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
     ) =>
       Effect.gen(function*() {
+        const ttlMs = recordOptions?.ttl !== undefined ? yield* Limits.ttlMillis("ttl", recordOptions.ttl) : undefined
         const now = yield* Clock.currentTimeMillis
         const toolName = ToolCall.normalizeName(toolId)
         const actor = recordOptions?.grantedBy !== undefined ? { actor: recordOptions.grantedBy } : {}
@@ -821,7 +1011,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
               scope: "tool",
               ...(recordOptions?.grantedBy !== undefined ? { grantedBy: recordOptions.grantedBy } : {}),
               createdAt: now,
-              ...(recordOptions?.ttl !== undefined ? { expiresAt: now + Duration.toMillis(recordOptions.ttl) } : {})
+              ...(ttlMs !== undefined ? { expiresAt: now + ttlMs } : {})
             },
             { at: now, type: "session.granted", outcome: "approved", sessionKey, toolName, ...actor }
           )
@@ -870,15 +1060,33 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         return revoked.value
       })
 
+
     const createApprovalRequest = (decision: Decision.Decision, input: ToolCall.ToolCallInput) =>
       Effect.gen(function*() {
         const call = yield* decodeCall(input)
         if (decision._tag !== "RequireApproval") return undefined
         const now = yield* Clock.currentTimeMillis
         if (SessionIndex.lookup(yield* Ref.get(index), call, now) !== undefined) return undefined
-        const recorded = yield* store.findByToolCall(call.sessionKey, call.id)
-        if (Option.isSome(recorded)) return recorded.value
-        return yield* createRequest(call, decision, now)
+        const args = ToolCall.canonicalArgs(call.args)
+        const found = (record: Recorded) =>
+          !isSameCall(call, record)
+            ? refuseReused(call, args, now)
+            : Effect.succeed(record._tag === "Request" ? record.request : undefined)
+        const recorded = yield* store.findRecorded(call.sessionKey, call.id)
+        if (Option.isSome(recorded)) return yield* found(recorded.value)
+        const asked = newRequest(call, decision, now, args)
+        const result = yield* store.createRequest(asked, requestedEvent(asked, args))
+        switch (result._tag) {
+          case "Created":
+            return result.request
+          case "Existing":
+            return yield* found({ _tag: "Request", request: result.request })
+          case "Decided":
+            return yield* found({ _tag: "Decision", decision: result.decision })
+          case "Covered":
+            yield* project([result.grant])
+            return undefined
+        }
       })
 
     const auditLog = (query: AuditEvent.AuditQuery = {}): Stream.Stream<AuditEvent.AuditEvent, PersistenceError> =>
@@ -923,7 +1131,15 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     yield* Queue.take(hints).pipe(
       Effect.zipRight(Queue.takeAll(hints)),
       Effect.zipRight(catchUp),
-      Effect.catchAll((error) => Effect.logWarning("tool-gate: reading the audit log failed; retrying", error)),
+      Effect.zipRight(Effect.sync(() => { logUnreadable = undefined })),
+      Effect.catchAll((error) =>
+        Effect.zipRight(
+          Effect.sync(() => { logUnreadable = error }),
+          Effect.logError(
+            "tool-gate: reading the audit log failed; calls that rely on session approvals fail until it can be read",
+            error
+          )
+        )),
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible

@@ -78,7 +78,7 @@ export const world = (
       drop_database: record("drop_database", ({ name }) => `dropped ${name}`)
     }),
     ScriptedModel.layer(script),
-    Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, sweepInterval: "30 seconds" })))
+    Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, sweepInterval: "30 seconds", clock: "caller" })))
   )
   return { ran, layer }
 }

@@ -1,7 +1,7 @@
 import type { ToolCall } from "../ToolCall.js"
 import { argsDigest, normalizeName } from "../ToolCall.js"
 import type { SessionApproval } from "../SessionApproval.js"
-import { isActive } from "../SessionApproval.js"
+import { covers } from "../SessionApproval.js"
 
 /**
  * The in-memory projection of active session approvals: session -> lower-cased tool -> grants.
@@ -36,22 +36,16 @@ export const apply = (index: SessionIndex, rows: ReadonlyArray<SessionApproval>)
 }
 
 /**
- * The active grant that covers this call, if any: a tool-wide grant, or an exact grant whose
- * canonical-args digest matches and whose working directory (when it recorded one) matches.
- * Only the call's own session is consulted, so nothing leaks across sessions.
+ * The active grant that covers this call, if any (`SessionApproval.covers`). Only the call's own
+ * session is consulted, so nothing leaks across sessions.
  */
 export const lookup = (index: SessionIndex, call: ToolCall, now: number): SessionApproval | undefined => {
   const grants = index.sessions.get(call.sessionKey)?.get(normalizeName(call.name))
   if (grants === undefined) return undefined
   let digest: string | undefined
   for (const grant of grants) {
-    if (!isActive(grant, now)) continue
-    if (grant.scope === "tool") return grant
-    digest ??= argsDigest(call.args)
-    if (
-      grant.argsDigest === digest &&
-      (grant.workingDirectory === undefined || grant.workingDirectory === call.workingDirectory)
-    ) return grant
+    if (grant.scope === "exact") digest ??= argsDigest(call.args)
+    if (covers(grant, call, now, digest)) return grant
   }
   return undefined
 }

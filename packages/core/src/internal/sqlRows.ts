@@ -114,10 +114,14 @@ const isToolCall = (u: unknown) =>
 const ruleKeys = onlyKeys(["id", "source"])
 const isRule = (u: unknown) => isObject(u) && ruleKeys(u) && isString(u.id) && isRuleSource(u.source)
 
-const resolutionKeys = onlyKeys(["status", "decision", "reason", "respondedBy", "editedArgs", "sessionApprovalId", "resolvedAt"])
+const resolutionKeys = onlyKeys([
+  "status", "decision", "reason", "respondedBy", "editedArgs", "deniedBy", "scope", "sessionTtlMs", "sessionApprovalId",
+  "resolvedAt"
+])
 const isResolution = (u: unknown) =>
   isObject(u) && resolutionKeys(u) && isResolutionStatus(u.status) && optional(u.decision, isDecision) &&
   optional(u.reason, isString) && optional(u.respondedBy, isString) && optional(u.editedArgs, isArgs) &&
+  optional(u.deniedBy, (v) => v === "policy") && optional(u.scope, isScope) && optional(u.sessionTtlMs, isNumber) &&
   optional(u.sessionApprovalId, isString) && isNumber(u.resolvedAt)
 
 const requestKeys = onlyKeys([

@@ -39,8 +39,8 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       expect(yield* b.store.listPending()).toEqual([])
       expect(yield* b.store.sessionApprovals()).toEqual([])
       const created = yield* b.store.createRequest(request(1), requested(request(1)))
-      expect(created.created).toBe(true)
-      expect(created.event?.seq).toBe(1)
+      expect(created._tag).toBe("Created")
+      expect(created._tag === "Created" && created.event.seq).toBe(1)
       const names = (yield* a.sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
         .map((row) => row.name)
         .filter((name) => name !== "sqlite_sequence")
@@ -111,9 +111,11 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       )
       const samples = fc.sample(fc.uniqueArray(arbitrary, { selector: (r) => r.requestId, maxLength: 60 }), 1)[0]!
       for (const r of samples) {
-        const { created, request: stored } = yield* store.createRequest(r, requested(r))
+        const result = yield* store.createRequest(r, requested(r))
         // a generated (session, call id) pair may repeat: the first request for it is kept
-        if (created) expect(stored).toEqual(r)
+        if (result._tag !== "Created" && result._tag !== "Existing") throw new Error(`unexpected ${result._tag}`)
+        const stored = result.request
+        if (result._tag === "Created") expect(stored).toEqual(r)
         expect(yield* store.findByToolCall(r.toolCall.sessionKey, r.toolCall.id)).toEqual(Option.some(stored))
       }
     }))
