@@ -494,7 +494,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const isSameCall = (call: ToolCall.ToolCall, record: Recorded): boolean =>
       record._tag === "Request"
         ? CallIdentity.sameCall(record.request.toolCall, call)
-        : record.decision.callDigest === CallIdentity.callDigest(call)
+        : record.decision.callDigest === CallIdentity.callDigest(call, ToolCall.canonicalArgs(call.args))
 
     const refuseReused = (call: ToolCall.ToolCall, args: string, now: number) =>
       Effect.zipRight(
@@ -656,7 +656,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         toolCallId: call.id,
         toolName: ToolCall.normalizeName(call.name),
         argsDigest: sha256(args),
-        callDigest: CallIdentity.callDigest(call),
+        callDigest: CallIdentity.callDigest(call, args),
         at: now,
         decision
       }, decisionEvents(call, decision, shadow, now, args))
