@@ -66,17 +66,31 @@ export interface Judged<P, I> {
   readonly args: I
 }
 
+const canonicalize = <P, I>(parameters: Schema.Schema<P, I>) => {
+  const decode = Schema.decodeUnknown(parameters, { errors: "all" })
+  const encode = Schema.encode(parameters, { errors: "all" })
+  return (args: unknown): Effect.Effect<Judged<P, I>, ParseResult.ParseError> =>
+    Effect.flatMap(decode(args), (params) => Effect.map(encode(params), (encoded) => ({ params, args: encoded })))
+}
+
+const invalid = (error: ParseResult.ParseError) =>
+  new InvalidToolCall({
+    problems: problemsOf(error).map((problem) => ({
+      path: problem.path === "" ? "args" : `args.${problem.path}`,
+      message: problem.message
+    }))
+  })
+
 /**
- * Decodes arguments with the tool's parameter schema and encodes them back: what the gate judges.
+ * Decodes a call's arguments with the tool's parameter schema and encodes them back: what the gate
+ * judges. Arguments that do not fit fail with `InvalidToolCall`.
  *
  * @since 0.1.0
  * @category combinators
  */
 export const judge = <P, I>(parameters: Schema.Schema<P, I>) => {
-  const decode = Schema.decodeUnknown(parameters, { errors: "all" })
-  const encode = Schema.encode(parameters, { errors: "all" })
-  return (args: unknown): Effect.Effect<Judged<P, I>, ParseResult.ParseError> =>
-    Effect.flatMap(decode(args), (params) => Effect.map(encode(params), (encoded) => ({ params, args: encoded })))
+  const canonical = canonicalize(parameters)
+  return (args: unknown): Effect.Effect<Judged<P, I>, InvalidToolCall> => Effect.mapError(canonical(args), invalid)
 }
 
 const canonicalOf = (args: unknown) => ToolCall.canonicalArgs(args as ToolCall.ToolArgs)
@@ -92,7 +106,7 @@ const canonicalOf = (args: unknown) => ToolCall.canonicalArgs(args as ToolCall.T
  * @category combinators
  */
 export const paramsToRun = <P, I>(parameters: Schema.Schema<P, I>) => {
-  const canonical = judge(parameters)
+  const canonical = canonicalize(parameters)
   return (allowed: Allowed): Effect.Effect<P, ParseResult.ParseError | ToolDenied> =>
     Effect.flatMap(canonical(allowed.call.args), (judged) =>
       canonicalOf(judged.args) === canonicalOf(allowed.call.args)
@@ -102,31 +116,20 @@ export const paramsToRun = <P, I>(parameters: Schema.Schema<P, I>) => {
             toolCallId: allowed.call.id,
             toolName: allowed.call.name,
             sessionKey: allowed.call.sessionKey,
+            // Not quoted: arguments may be large, and the request keeps both versions.
             ...(allowed.request !== undefined
               ? {
                 outcome: "denied" as const,
-                reason: `the edited arguments are not in the tool's canonical form: the tool would run ${
-                  canonicalOf(judged.args)
-                }, not ${canonicalOf(allowed.call.args)} as approved`,
+                reason: "the edited arguments are not in the tool's canonical form: the tool would run other values than were approved",
                 requestId: allowed.request.requestId
               }
               : {
                 outcome: "policy" as const,
-                reason: `the arguments are not in the tool's canonical form: the tool would run ${
-                  canonicalOf(judged.args)
-                }, not ${canonicalOf(allowed.call.args)} as judged`
+                reason: "the arguments are not in the tool's canonical form: the tool would run other values than were judged"
               })
           })
         ))
 }
-
-const invalid = (error: ParseResult.ParseError) =>
-  new InvalidToolCall({
-    problems: problemsOf(error).map((problem) => ({
-      path: problem.path === "" ? "args" : `args.${problem.path}`,
-      message: problem.message
-    }))
-  })
 
 // The implementation's view of both overloads' `run`; the overloads keep callers typed.
 type AnyRun = (params: any, allowed: Allowed) => Effect.Effect<unknown, unknown, unknown>
@@ -170,7 +173,7 @@ export const make: {
   return (args, context) =>
     Effect.gen(function*() {
       const gate = yield* ToolGate
-      const asked = yield* Effect.mapError(canonical(args), invalid)
+      const asked = yield* canonical(args)
       const result = yield* gate.authorize({ ...context, name, args: asked.args })
       if (PauseSignal.isPauseSignal(result)) return result
       // Allowed as asked: the decoded value whose encoding was judged. Otherwise the approver's edit.
