@@ -15,6 +15,9 @@
  * retry gives the model the same results; an approved call that started but whose result was not
  * recorded is not run twice (the model is told its result was lost). A completed checkpoint
  * refuses (`AlreadyResumed`), and so does one another owner is resuming (`CheckpointClaimed`).
+ * Before each model turn and each tool call, the resumed turn renews its lease, which checks the
+ * lease's fencing token: an owner that stalled past its lease and was taken over stops there with
+ * `CheckpointClaimed` instead of acting a second time.
  *
  * @example
  * import { Tool, Toolkit } from "@effect/ai"
@@ -211,7 +214,8 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
   /**
    * Continues a paused conversation once every request of its turn is answered or expired. The
    * options name the lease's owner and length (`Checkpoints.resume`); the same owner may retry.
-   * The lease is renewed while the resumed turn runs, so only a stalled or dead owner loses it.
+   * The lease is renewed while the resumed turn runs, so only a stalled or dead owner loses it;
+   * one that lost it stops with `CheckpointClaimed` before its next model turn or tool call.
    */
   readonly resume: (
     token: string,

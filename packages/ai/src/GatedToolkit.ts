@@ -4,10 +4,11 @@
  *
  * `@effect/ai`'s own resolution (`generateText` with a toolkit) hands a handler only the
  * parameters, never the call's id, and a handler cannot stop the turn. So the model is asked with
- * `disableToolCallResolution: true` and each of `response.toolCalls` is handled here: an allowed
- * call runs its toolkit handler; a denied one becomes a failed tool result the model reads (with
- * the human's or the policy's reason); one that needs a human comes back `Pending` with its
- * `PauseSignal`. `AgentLoop` builds on this; use it directly to write your own loop.
+ * `disableToolCallResolution: true` and each of `response.toolCalls` is handled here. The gate
+ * judges the parameters as the tool's schema decodes them (encoded back), and an allowed call
+ * runs its toolkit handler with exactly those; a denied one becomes a failed tool result the model
+ * reads (with the human's or the policy's reason); one that needs a human comes back `Pending`
+ * with its `PauseSignal`. `AgentLoop` builds on this; use it directly to write your own loop.
  *
  * @example
  * import { LanguageModel, Tool, Toolkit } from "@effect/ai"

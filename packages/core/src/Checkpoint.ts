@@ -83,8 +83,9 @@ export const make = <State extends Schema.Schema.Any>(
 ): Checkpoint<State> => ({ name, state: options.state })
 
 /**
- * Who is resuming a checkpoint, and until when. The holder runs what the answers allow, then
- * calls `complete`; if it crashes first, the lease runs out and another owner may claim it.
+ * Who is resuming a checkpoint, and until when. The holder runs what the answers allow, renewing
+ * the lease before each act (`renew`), then calls `complete`; if it crashes or stalls first, the
+ * lease runs out and another owner may claim it, and the old lease is refused from then on.
  *
  * @since 0.1.0
  * @category models
