@@ -120,7 +120,7 @@ export interface Resumed<A> {
  * @category models
  */
 export interface ResumeOptions {
-  /** who claims the checkpoint (default: a fresh id per call); the same owner may claim again while its lease runs */
+  /** who claims the checkpoint (default: a fresh id per call); the same owner may claim again while its lease runs, which supersedes its earlier lease */
   readonly owner?: string | undefined
   /** how long the claim holds before another owner may take it over (default 5 minutes) */
   readonly lease?: Duration.DurationInput | undefined
