@@ -3,10 +3,10 @@
  * (`Schema.Trim`, `Schema.Lowercase`) is judged on the decoded value in its encoded form, never
  * on the raw arguments, and the tool gets exactly the value that was judged.
  */
-import { expect } from "bun:test"
+import { expect, test } from "bun:test"
 import { ApprovalStore, GatedTool, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, FastCheck as fc, Layer, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
 import { tempDir } from "../../support/sqlStores.js"
@@ -114,5 +114,49 @@ describe("GatedTool: the policy judges what the tool runs", () => {
       expect(yield* deploy({ env: "staging" }, context("c1"))).toEqual({ env: "canary" })
       expect(ran).toEqual([{ params: { env: "canary" }, judged: `{"env":"canary"}` }])
     }).pipe(Effect.provide(GateLive))
+  })
+
+  // Every kind of white space Schema.Trim removes (String.prototype.trim), in any amount.
+  const padding = fc.array(
+    fc.constantFrom(" ", "\t", "\n", "\r", "\v", "\f", "\u00a0", "\u1680", "\u2000", "\u2028", "\u3000", "\ufeff"),
+    { maxLength: 4 }
+  ).map((units) => units.join(""))
+  const anyCase = (word: string) =>
+    fc.array(fc.boolean(), { minLength: word.length, maxLength: word.length })
+      .map((upper) => [...word].map((c, i) => upper[i] ? c.toUpperCase() : c).join(""))
+
+  test("property: no padding or case of a denied value runs; whatever runs is exactly what was judged", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            fc.tuple(padding, padding).map(([before, after]) => ({ tool: "bash" as const, value: `${before}rm -rf /${after}` })),
+            anyCase("production").map((env) => ({ tool: "deploy" as const, value: env })),
+            fc.string({ maxLength: 12 }).map((value) => ({ tool: "bash" as const, value }))
+          ),
+          { minLength: 1, maxLength: 8 }
+        ),
+        async (calls) => {
+          const { bash, deploy, ran } = tools()
+          const results = await Effect.runPromise(
+            Effect.forEach(calls, ({ tool, value }, i) =>
+              Effect.either<unknown, unknown, ToolGate.ToolGate>(
+                tool === "bash" ? bash({ command: value }, context(`c${i}`)) : deploy({ env: value }, context(`c${i}`))
+              )).pipe(Effect.provide(ToolGate.layerMemory({ policy })))
+          )
+          // a production deploy in any case is the policy's refusal, never a question to a human
+          for (const [i, call] of calls.entries()) {
+            if (call.tool === "deploy") expect(results[i]).toMatchObject({ _tag: "Left", left: { rule: "no-prod" } })
+          }
+          for (const run of ran) {
+            const params = run.params as { command?: string; env?: string }
+            expect(params.command).not.toBe("rm -rf /")
+            expect(params.env).not.toBe("production")
+            expect(run.judged).toBe(ToolCall.canonicalArgs(params))
+          }
+        }
+      ),
+      { numRuns: 200 }
+    )
   })
 })
