@@ -147,7 +147,7 @@ export const checkpointSuite = <E>(
         yield* gate.respond(requestId, { decision: "approve_once" })
         // worker-a claims for 30 s, then dies: it never completes
         const crashed = yield* checkpoints.resume(Turn, token, { owner: "worker-a", lease: "30 seconds" })
-        expect(crashed.lease).toEqual({ owner: "worker-a", until: 30_000 })
+        expect(crashed.lease).toEqual({ owner: "worker-a", until: 30_000, fence: 1 })
         const refused = yield* failure(checkpoints.resume(Turn, token, { owner: "worker-b" }))
         expect(refused).toMatchObject({ _tag: "CheckpointClaimed", owner: "worker-a", until: 30_000 })
         // the same owner may claim again while its lease runs (a retry in the same worker), renewing it
@@ -156,7 +156,7 @@ export const checkpointSuite = <E>(
         expect(retried.lease.until).toBe(40_000)
         // it records progress before dying; only the holder may
         yield* checkpoints.update(Turn, token, retried.lease, { messages: ["m", "ran c1"], step: 2 })
-        const notHolder = { owner: "worker-b", until: 40_000 }
+        const notHolder = { owner: "worker-b", until: 40_000, fence: retried.lease.fence }
         expect((yield* failure(checkpoints.update(Turn, token, notHolder, { messages: [], step: 9 })))._tag).toBe(
           "CheckpointClaimed"
         )
@@ -177,9 +177,81 @@ export const checkpointSuite = <E>(
         expect((yield* failure(checkpoints.update(Turn, token, taken.lease, { messages: [], step: 9 })))._tag).toBe(
           "AlreadyResumed"
         )
-        expect((yield* failure(checkpoints.complete(token, retried.lease)))._tag).toBe("AlreadyResumed")
+        // a superseded lease is told who superseded it, even once the checkpoint is completed
+        expect(yield* failure(checkpoints.complete(token, retried.lease))).toMatchObject({
+          _tag: "CheckpointClaimed",
+          owner: "worker-b"
+        })
         yield* TestClock.adjust("31 seconds")
         expect((yield* failure(checkpoints.resume(Turn, token, { owner: "worker-a" })))._tag).toBe("AlreadyResumed")
+      }))
+
+    test("leases fence: an owner that stalled past its lease is refused (renew, update, complete) once another took over", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        const requestId = yield* pause(bash("c1"))
+        const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: 1 })
+        yield* gate.respond(requestId, { decision: "approve_once" })
+        const a = yield* checkpoints.resume(Turn, token, { owner: "worker-a", lease: "30 seconds" })
+        // while it runs, worker-a renews its lease: the same claim, a later end
+        yield* TestClock.adjust("10 seconds")
+        expect(yield* checkpoints.renew(token, a.lease, "30 seconds")).toEqual({ ...a.lease, until: 40_000 })
+        // it stalls past the lease; worker-b takes over with a new fencing token
+        yield* TestClock.adjust("31 seconds")
+        const b = yield* checkpoints.resume(Turn, token, { owner: "worker-b", lease: "30 seconds" })
+        expect(b.lease.fence).toBeGreaterThan(a.lease.fence)
+        // worker-a wakes: every act under its old lease is refused, and nothing it tried changed the row
+        const stale = [
+          yield* failure(checkpoints.renew(token, a.lease, "30 seconds")),
+          yield* failure(checkpoints.update(Turn, token, a.lease, { messages: ["stale"], step: 9 })),
+          yield* failure(checkpoints.complete(token, a.lease))
+        ]
+        expect(stale.map((error) => [error._tag, (error as { owner?: string }).owner])).toEqual(
+          Array(3).fill(["CheckpointClaimed", "worker-b"])
+        )
+        // the same owner claiming again (a retry in that worker) supersedes its earlier attempt too
+        const b2 = yield* checkpoints.resume(Turn, token, { owner: "worker-b", lease: "30 seconds" })
+        expect(b2.lease.fence).toBeGreaterThan(b.lease.fence)
+        expect(yield* failure(checkpoints.renew(token, b.lease, "30 seconds"))).toMatchObject({
+          _tag: "CheckpointClaimed",
+          owner: "worker-b"
+        })
+        expect((yield* failure(checkpoints.complete(token, b.lease)))._tag).toBe("CheckpointClaimed")
+        yield* checkpoints.update(Turn, token, b2.lease, { messages: ["done"], step: 2 })
+        yield* checkpoints.complete(token, b2.lease)
+        expect((yield* failure(checkpoints.renew(token, b2.lease, "30 seconds")))._tag).toBe("AlreadyResumed")
+        yield* TestClock.adjust("31 seconds")
+        expect((yield* failure(checkpoints.resume(Turn, token, { owner: "worker-a" })))._tag).toBe("AlreadyResumed")
+      }))
+
+    test("leases fence under races: a lapsed owner's renewal and two takeovers at once, exactly one holds the lease", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpoint.Checkpoints
+        const gate = yield* ToolGate.ToolGate
+        for (let round = 0; round < 5; round++) {
+          const requestId = yield* pause(bash(`r${round}`))
+          const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: round })
+          yield* gate.respond(requestId, { decision: "approve_once" })
+          const a = yield* checkpoints.resume(Turn, token, { owner: "worker-a", lease: "30 seconds" })
+          yield* TestClock.adjust("31 seconds")
+          const [renewed, ...claims] = yield* Effect.all([
+            Effect.either(checkpoints.renew(token, a.lease, "30 seconds")),
+            Effect.either(checkpoints.resume(Turn, token, { owner: "worker-b", lease: "30 seconds" })),
+            Effect.either(checkpoints.resume(Turn, token, { owner: "worker-c", lease: "30 seconds" }))
+          ], { concurrency: "unbounded" })
+          const holders = [
+            ...(Either.isRight(renewed!) ? [renewed.right] : []),
+            ...claims.flatMap((claim) => Either.isRight(claim) ? [(claim.right as Checkpoint.Resumed<unknown>).lease] : [])
+          ]
+          expect(holders).toHaveLength(1)
+          // only the holder acts: when another took over, worker-a is fenced out
+          const [holder] = holders
+          if (holder!.owner !== "worker-a") {
+            expect((yield* failure(checkpoints.complete(token, a.lease)))._tag).toBe("CheckpointClaimed")
+          }
+          yield* checkpoints.complete(token, holder!)
+        }
       }))
 
     test("saving the same turn again returns the first token and keeps the first state", () =>

@@ -15,6 +15,9 @@
  * retry gives the model the same results; an approved call that started but whose result was not
  * recorded is not run twice (the model is told its result was lost). A completed checkpoint
  * refuses (`AlreadyResumed`), and so does one another owner is resuming (`CheckpointClaimed`).
+ * Before each model turn and each tool call, the resumed turn renews its lease, which checks the
+ * lease's fencing token: an owner that stalled past its lease and was taken over stops there with
+ * `CheckpointClaimed` instead of acting a second time.
  *
  * @example
  * import { Tool, Toolkit } from "@effect/ai"
@@ -211,7 +214,8 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
   /**
    * Continues a paused conversation once every request of its turn is answered or expired. The
    * options name the lease's owner and length (`Checkpoints.resume`); the same owner may retry.
-   * The lease is renewed while the resumed turn runs, so only a stalled or dead owner loses it.
+   * The lease is renewed while the resumed turn runs, so only a stalled or dead owner loses it;
+   * one that lost it stops with `CheckpointClaimed` before its next model turn or tool call.
    */
   readonly resume: (
     token: string,
@@ -269,14 +273,21 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       )
     )
 
-  /** Model turns from `prompt` until text or a pause. */
-  const continueFrom = (toolkit: Toolkit.WithHandler<Tools>, session: Session, start: Prompt.Prompt, turnsSoFar: number) =>
+  /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
+  const continueFrom = <FE>(
+    toolkit: Toolkit.WithHandler<Tools>,
+    session: Session,
+    start: Prompt.Prompt,
+    turnsSoFar: number,
+    fence: Effect.Effect<void, FE>
+  ) =>
     Effect.gen(function*() {
       const model = yield* LanguageModel.LanguageModel
       const checkpoints = yield* Checkpoint.Checkpoints
       let prompt = start
       for (let turns = turnsSoFar; ; turns++) {
         if (turns >= maxTurns) return yield* new MaxTurnsExceeded({ sessionKey: session.sessionKey, maxTurns })
+        yield* fence
         const response = yield* model.generateText({ prompt, toolkit, disableToolCallResolution: true })
         const calls = yield* Effect.forEach(
           response.toolCalls.filter((call) => !call.providerExecuted),
@@ -287,7 +298,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         if (calls.length === 0) return new Completed({ text: response.text, prompt: history, turns: turns + 1 })
 
         const outcomes = yield* Effect.forEach(calls, (call) =>
-          reported(call, GatedToolkit.authorize(toolkit, call, session)))
+          Effect.zipRight(fence, reported(call, GatedToolkit.authorize(toolkit, call, session))))
         const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
         const pending = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [outcome.signal] : [])
         if (pending.length > 0) {
@@ -303,7 +314,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
     })
 
   const run = (prompt: Prompt.RawInput, session: Session) =>
-    Effect.flatMap(resolveToolkit, (toolkit) => continueFrom(toolkit, session, Prompt.make(prompt), 0))
+    Effect.flatMap(resolveToolkit, (toolkit) => continueFrom(toolkit, session, Prompt.make(prompt), 0, Effect.void))
 
   const resume = (token: string, resumeOptions?: Checkpoint.ResumeOptions) =>
     Effect.gen(function*() {
@@ -311,14 +322,20 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       const checkpoints = yield* Checkpoint.Checkpoints
       const length = Duration.decode(resumeOptions?.lease ?? "5 minutes")
       const { lease, state } = yield* checkpoints.resume(checkpoint, token, { ...resumeOptions, lease: length })
-      // The owner claims again every third of the lease while the turn runs, so a turn longer than
-      // its lease is not taken over; a refused renewal (taken over after a stall) just stops.
-      yield* checkpoints.resume(checkpoint, token, { owner: lease.owner, lease: length }).pipe(
+      // The owner renews every third of the lease while the turn runs, so a turn longer than its
+      // lease is not taken over; a refused renewal (taken over after a stall) stops, a failed
+      // write is tried again at the next third.
+      const renew = checkpoints.renew(token, lease, length)
+      yield* renew.pipe(
+        Effect.catchTag("PersistenceError", () => Effect.void),
         Effect.delay(Duration.unsafeDivide(length, 3)),
         Effect.forever,
         Effect.ignore,
         Effect.forkScoped
       )
+      // Before each act the lease is renewed, which checks its fencing token: an owner that stalled
+      // past its lease (renewals included) and was taken over stops here instead of acting twice.
+      const fence = Effect.asVoid(renew)
       const obtained = new Map(state.results.map((result) => [result.id, result]))
       // Every request of the turn is settled now, so gate() never waits: approved calls run (once),
       // denied and expired ones come back as denial results.
@@ -326,7 +343,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         const result = obtained.get(call.id)
         return result !== undefined
           ? Effect.succeed(result)
-          : GatedToolkit.gate(toolkit, call, state.session).pipe(
+          : Effect.zipRight(fence, GatedToolkit.gate(toolkit, call, state.session)).pipe(
             (settled) => reported(call, settled),
             Effect.map((settled) => settled.result),
             Effect.catchTag("CallAlreadyExecuted", () => Effect.succeed(lostResult(call)))
@@ -334,7 +351,13 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       })
       // Kept before the model goes on: a retry after a crash from here reads these results.
       yield* checkpoints.update(checkpoint, token, lease, { ...state, results })
-      const next = yield* continueFrom(toolkit, state.session, Prompt.merge(state.prompt, toolMessage(results)), state.turns)
+      const next = yield* continueFrom(
+        toolkit,
+        state.session,
+        Prompt.merge(state.prompt, toolMessage(results)),
+        state.turns,
+        fence
+      )
       yield* checkpoints.complete(token, lease)
       return next
     }).pipe(Effect.scoped)

@@ -4,10 +4,11 @@
  *
  * `@effect/ai`'s own resolution (`generateText` with a toolkit) hands a handler only the
  * parameters, never the call's id, and a handler cannot stop the turn. So the model is asked with
- * `disableToolCallResolution: true` and each of `response.toolCalls` is handled here: an allowed
- * call runs its toolkit handler; a denied one becomes a failed tool result the model reads (with
- * the human's or the policy's reason); one that needs a human comes back `Pending` with its
- * `PauseSignal`. `AgentLoop` builds on this; use it directly to write your own loop.
+ * `disableToolCallResolution: true` and each of `response.toolCalls` is handled here. The gate
+ * judges the parameters as the tool's schema decodes them (encoded back), and an allowed call
+ * runs its toolkit handler with exactly those; a denied one becomes a failed tool result the model
+ * reads (with the human's or the policy's reason); one that needs a human comes back `Pending`
+ * with its `PauseSignal`. `AgentLoop` builds on this; use it directly to write your own loop.
  *
  * @example
  * import { LanguageModel, Tool, Toolkit } from "@effect/ai"
@@ -27,9 +28,9 @@
  *
  * @since 0.1.0
  */
-import type { AiError, Tool, Toolkit } from "@effect/ai"
-import { GatedTool, PauseSignal, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Data, Effect, Schema } from "effect"
+import { AiError, type Tool, type Toolkit } from "@effect/ai"
+import { GatedTool, PauseSignal, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Data, Effect, ParseResult, Schema } from "effect"
 
 /**
  * A tool call as the model made it: the model's id, the tool's name, the parameters as JSON.
@@ -145,40 +146,67 @@ const denial = (call: ModelCall, denied: ToolGateError.ToolDenied) =>
     }
   })
 
-const handler = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.WithHandler<Tools>, call: ModelCall) =>
-(args: unknown, allowed: ToolGate.Allowed) => {
-  const run = Effect.map(
-    // The toolkit decodes the parameters itself, as @effect/ai does with a model's.
-    toolkit.handle(call.name, args as Tool.Parameters<Tools[keyof Tools]>),
-    (handled) =>
-      Outcome.Ran({
-        result: { id: call.id, name: call.name, isFailure: handled.isFailure, result: handled.encodedResult }
+const parametersOf = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.WithHandler<Tools>, name: string) =>
+  toolkit.tools[name]?.parametersSchema as unknown as Schema.Schema<unknown, ToolCall.ToolArgs> | undefined
+
+/**
+ * The call as the gate judges it: the parameters decoded by the tool's schema and encoded back,
+ * so a deny rule sees `"rm -rf /"` where the model sent `" rm -rf /"` to a `Schema.Trim` parameter.
+ */
+const judged = <Tools extends Record<string, Tool.Any>>(
+  toolkit: Toolkit.WithHandler<Tools>,
+  call: ModelCall,
+  session: Session
+): Effect.Effect<ToolCall.ToolCallInput, AiError.AiError | ToolGateError.InvalidToolCall> => {
+  const parameters = parametersOf(toolkit, call.name)
+  if (parameters === undefined) {
+    return Effect.fail(
+      new AiError.MalformedOutput({
+        module: "GatedToolkit",
+        method: "authorize",
+        description: `Failed to find tool with name '${call.name}' in toolkit - available tools: ${
+          Object.keys(toolkit.tools).join(",")
+        }`
       })
-  )
-  const edited = allowed.request?.resolution?.editedArgs
-  if (edited === undefined) return run
-  // The gate checks an edit against the policy, not against the tool's parameters: an edit that
-  // does not fit is refused here, as a denial the model reads, rather than failing the loop.
-  const parameters = toolkit.tools[call.name]!.parametersSchema as Schema.Schema<unknown, unknown>
-  return Schema.decodeUnknown(parameters, { errors: "all" })(edited).pipe(
-    Effect.mapError((error) =>
-      new ToolGateError.ToolDenied({
-        toolCallId: call.id,
-        toolName: call.name,
-        sessionKey: allowed.call.sessionKey,
-        outcome: "denied",
-        reason: `the approver's edited arguments do not fit the tool: ${
-          ToolGateError.problemsOf(error).map((p) => `${p.path}: ${p.message}`).join("; ")
-        }`,
-        requestId: allowed.request!.requestId
-      })
-    ),
-    Effect.zipRight(run)
+    )
+  }
+  return Effect.map(
+    GatedTool.judge(parameters)(call.params),
+    (asked) => ({ ...session, id: call.id, name: call.name, args: asked.args })
   )
 }
 
-// Parameters that are not a JSON object are refused by the gate itself (`InvalidToolCall`).
-const argsOf = (call: ModelCall) => call.params as Record<string, unknown>
+/**
+ * Runs an allowed call's handler with exactly the arguments the gate judged (the approver's edit,
+ * if any): the toolkit decodes them, and they must be the encoding of what it decodes.
+ */
+const handler = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.WithHandler<Tools>, call: ModelCall) =>
+(
+  allowed: ToolGate.Allowed
+): Effect.Effect<Settled, Error<Tools> | ToolGateError.ToolDenied, Tool.Requirements<Tools[keyof Tools]>> =>
+  GatedTool.paramsToRun(parametersOf(toolkit, call.name)!)(allowed).pipe(
+    // The gate checks an edit against the policy, not against the tool's parameters: an edit that
+    // does not fit is refused here, as a denial the model reads, rather than failing the loop.
+    Effect.catchIf(ParseResult.isParseError, (error) =>
+      Effect.fail(
+        new ToolGateError.ToolDenied({
+          toolCallId: call.id,
+          toolName: call.name,
+          sessionKey: allowed.call.sessionKey,
+          outcome: "denied",
+          reason: `the approver's edited arguments do not fit the tool: ${
+            ToolGateError.problemsOf(error).map((p) => `${p.path}: ${p.message}`).join("; ")
+          }`,
+          ...(allowed.request !== undefined ? { requestId: allowed.request.requestId } : {})
+        })
+      )),
+    Effect.zipRight(toolkit.handle(call.name, allowed.call.args as Tool.Parameters<Tools[keyof Tools]>)),
+    Effect.map((handled): Settled =>
+      Outcome.Ran({
+        result: { id: call.id, name: call.name, isFailure: handled.isFailure, result: handled.encodedResult }
+      })
+    )
+  )
 
 /**
  * Asks the gate about the call, without waiting: runs it when allowed (or approved earlier under
@@ -193,8 +221,13 @@ export const authorize = <Tools extends Record<string, Tool.Any>>(
   call: ModelCall,
   session: Session
 ): Effect.Effect<Outcome, Error<Tools>, ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>> =>
-  GatedTool.make(call.name, handler(toolkit, call))(argsOf(call), { ...session, id: call.id }).pipe(
-    Effect.map((result) => PauseSignal.isPauseSignal(result) ? Outcome.Pending({ signal: result }) : result),
+  Effect.flatMap(ToolGate.ToolGate, (service) =>
+    Effect.flatMap(judged(toolkit, call, session), service.authorize)).pipe(
+      Effect.flatMap((result) =>
+        PauseSignal.isPauseSignal(result)
+          ? Effect.succeed<Outcome>(Outcome.Pending({ signal: result }))
+          : handler(toolkit, call)(result)
+      ),
     Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
   )
 
@@ -216,9 +249,6 @@ export const gate = <Tools extends Record<string, Tool.Any>>(
   ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>
 > =>
   Effect.flatMap(ToolGate.ToolGate, (service) =>
-    service.gate(
-      { ...session, id: call.id, name: call.name, args: argsOf(call) },
-      (allowed) => handler(toolkit, call)(allowed.call.args, allowed)
-    )).pipe(
+    Effect.flatMap(judged(toolkit, call, session), (input) => service.gate(input, handler(toolkit, call)))).pipe(
       Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
     )

@@ -35,7 +35,7 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
 import type { ApprovalStore } from "./ApprovalStore.js"
-import { CheckpointStore } from "./CheckpointStore.js"
+import * as CheckpointStore from "./CheckpointStore.js"
 import * as ToolGate from "./ToolGate.js"
 import {
   AlreadyResumed,
@@ -83,8 +83,9 @@ export const make = <State extends Schema.Schema.Any>(
 ): Checkpoint<State> => ({ name, state: options.state })
 
 /**
- * Who is resuming a checkpoint, and until when. The holder runs what the answers allow, then
- * calls `complete`; if it crashes first, the lease runs out and another owner may claim it.
+ * Who is resuming a checkpoint, and until when. The holder runs what the answers allow, renewing
+ * the lease before each act (`renew`), then calls `complete`; if it crashes or stalls first, the
+ * lease runs out and another owner may claim it, and the old lease is refused from then on.
  *
  * @since 0.1.0
  * @category models
@@ -93,6 +94,11 @@ export interface Lease {
   readonly owner: string
   /** epoch milliseconds */
   readonly until: number
+  /**
+   * The fencing token: which claim of the checkpoint this lease is. A later claim (another owner's
+   * after this lease ran out, or this owner's again) supersedes it: every act under it is refused.
+   */
+  readonly fence: number
 }
 
 /**
@@ -114,7 +120,7 @@ export interface Resumed<A> {
  * @category models
  */
 export interface ResumeOptions {
-  /** who claims the checkpoint (default: a fresh id per call); the same owner may claim again while its lease runs */
+  /** who claims the checkpoint (default: a fresh id per call); the same owner may claim again while its lease runs, which supersedes its earlier lease */
   readonly owner?: string | undefined
   /** how long the claim holds before another owner may take it over (default 5 minutes) */
   readonly lease?: Duration.DurationInput | undefined
@@ -152,6 +158,17 @@ export interface Service {
     CheckpointNotFound | RequestPending | CheckpointClaimed | AlreadyResumed | CheckpointInvalid | PersistenceError,
     Schema.Schema.Context<S>
   >
+  /**
+   * Extends the lease to `length` from now and confirms it is still the latest claim: call it
+   * before each act of the resumed work (a model turn, a tool call), so that an owner that stalled
+   * past its lease and was taken over stops instead of acting twice. Fails with
+   * `CheckpointClaimed` once superseded, `AlreadyResumed` once completed.
+   */
+  readonly renew: (
+    token: string,
+    lease: Lease,
+    length: Duration.DurationInput
+  ) => Effect.Effect<Lease, CheckpointNotFound | CheckpointClaimed | AlreadyResumed | PersistenceError>
   /**
    * Records progress while holding the lease: the state a retry will resume with if this owner
    * stops before completing (what already ran, so it is not asked for again). Fails like `complete`.
@@ -195,8 +212,8 @@ const sameRequests = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
  * @since 0.1.0
  * @category constructors
  */
-export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGate.ToolGate> = Effect.gen(function*() {
-  const store = yield* CheckpointStore
+export const makeService: Effect.Effect<Service, never, CheckpointStore.CheckpointStore | ToolGate.ToolGate> = Effect.gen(function*() {
+  const store = yield* CheckpointStore.CheckpointStore
   const gate = yield* ToolGate.ToolGate
 
   const lookup = (token: string, name?: string) =>
@@ -245,14 +262,28 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         ? Effect.succeed(row.value.token as Token)
         : Effect.fail(new CheckpointNotFound({ token: requestId })))
 
-  /** Why `owner` could not claim or complete the checkpoint, read after the conditional update. */
-  const refusal = (token: string, owner: string) =>
+  const claimedBy = (token: string, row: CheckpointStore.Row) =>
+    new CheckpointClaimed({ token, owner: row.claimedBy!, until: row.claimedUntil ?? 0 })
+
+  /** Why `owner` could not claim the checkpoint, read after the conditional update. */
+  const claimRefusal = (token: string, owner: string) =>
     Effect.flatMap(lookup(token), (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
       row.completedAt !== undefined
         ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
         : row.claimedBy !== undefined && row.claimedBy !== owner
-        ? Effect.fail(new CheckpointClaimed({ token, owner: row.claimedBy, until: row.claimedUntil ?? 0 }))
-        : Effect.dieMessage(`checkpoint ${token}: ${owner} acts on a resume it never claimed`))
+        ? Effect.fail(claimedBy(token, row))
+        : Effect.dieMessage(`checkpoint ${token}: ${owner} was refused a claim nobody else holds`))
+
+  /** Why the holder of `lease` may not act, read after the conditional update: superseded first. */
+  const refusal = (token: string, lease: Lease) =>
+    Effect.flatMap(lookup(token), (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
+      row.claimedBy !== lease.owner || row.claims !== lease.fence
+        ? row.claimedBy === undefined
+          ? Effect.dieMessage(`checkpoint ${token}: ${lease.owner} acts on a resume it never claimed`)
+          : Effect.fail(claimedBy(token, row))
+        : row.completedAt !== undefined
+        ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
+        : Effect.dieMessage(`checkpoint ${token}: the write of ${lease.owner}'s lease was refused while it holds it`))
 
   const resume: Service["resume"] = (checkpoint, token, options) =>
     Effect.gen(function*() {
@@ -266,26 +297,32 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
         Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
       )
       const now = yield* Clock.currentTimeMillis
-      const lease: Lease = {
-        owner: options?.owner ?? `own_${crypto.randomUUID()}`,
-        until: now + Duration.toMillis(options?.lease ?? "5 minutes")
-      }
-      if (!(yield* store.claim(token, lease.owner, now, lease.until))) return yield* refusal(token, lease.owner)
-      return { token: token as Token, state, requests, lease }
+      const owner = options?.owner ?? `own_${crypto.randomUUID()}`
+      const until = now + Duration.toMillis(options?.lease ?? "5 minutes")
+      const fence = yield* store.claim(token, owner, now, until)
+      if (Option.isNone(fence)) return yield* claimRefusal(token, owner)
+      return { token: token as Token, state, requests, lease: { owner, until, fence: fence.value } }
+    })
+
+  const renew: Service["renew"] = (token, lease, length) =>
+    Effect.gen(function*() {
+      const until = (yield* Clock.currentTimeMillis) + Duration.toMillis(length)
+      if (!(yield* store.renew(token, lease.owner, lease.fence, until))) return yield* refusal(token, lease)
+      return { ...lease, until }
     })
 
   const update: Service["update"] = (checkpoint, token, lease, state) =>
     Effect.gen(function*() {
       const encoded = yield* encode(checkpoint, state)
-      if (!(yield* store.update(token, lease.owner, encoded))) return yield* refusal(token, lease.owner)
+      if (!(yield* store.update(token, lease.owner, lease.fence, encoded))) return yield* refusal(token, lease)
     })
 
   const complete: Service["complete"] = (token, lease) =>
     Effect.gen(function*() {
-      if (yield* store.complete(token, lease.owner, yield* Clock.currentTimeMillis)) return
+      if (yield* store.complete(token, lease.owner, lease.fence, yield* Clock.currentTimeMillis)) return
       const row = yield* lookup(token)
-      if (row.completedAt !== undefined && row.claimedBy === lease.owner) return
-      return yield* refusal(token, lease.owner)
+      if (row.completedAt !== undefined && row.claimedBy === lease.owner && row.claims === lease.fence) return
+      return yield* refusal(token, lease)
     })
 
   const open: Service["open"] = (checkpoint) =>
@@ -294,14 +331,14 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore | ToolGa
       (rows) => rows.map((row) => ({ token: row.token as Token, requestIds: row.requestIds }))
     )
 
-  return Checkpoints.of({ save, find, resume, update, complete, open })
+  return Checkpoints.of({ save, find, resume, renew, update, complete, open })
 })
 
 /**
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Checkpoints, never, CheckpointStore | ToolGate.ToolGate> = Layer.effect(Checkpoints, makeService)
+export const layer: Layer.Layer<Checkpoints, never, CheckpointStore.CheckpointStore | ToolGate.ToolGate> = Layer.effect(Checkpoints, makeService)
 
 /**
  * The gate and checkpoints over their stores: what the SQLite and PostgreSQL layers (and tests
@@ -312,5 +349,5 @@ export const layer: Layer.Layer<Checkpoints, never, CheckpointStore | ToolGate.T
  */
 export const layerWithGate = (
   options: ToolGate.Options
-): Layer.Layer<ToolGate.ToolGate | Checkpoints, PersistenceError, ApprovalStore | CheckpointStore> =>
+): Layer.Layer<ToolGate.ToolGate | Checkpoints, PersistenceError, ApprovalStore | CheckpointStore.CheckpointStore> =>
   layer.pipe(Layer.provideMerge(ToolGate.layer(options)))

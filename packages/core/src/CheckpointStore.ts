@@ -33,9 +33,19 @@ export interface Row {
   /** who holds (or last held) the resume lease, and until when */
   readonly claimedBy?: string | undefined
   readonly claimedUntil?: number | undefined
+  /** how many times the checkpoint was claimed: the fencing token of the latest lease (0: never) */
+  readonly claims: number
   /** when the resume was completed: the checkpoint is done */
   readonly completedAt?: number | undefined
 }
+
+/**
+ * A checkpoint to save: never claimed yet.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type NewRow = Pick<Row, "token" | "name" | "state" | "requestIds" | "createdAt">
 
 /**
  * @since 0.1.0
@@ -43,19 +53,31 @@ export interface Row {
  */
 export interface Service {
   /** `false` (and nothing written) when one of the requests already belongs to a checkpoint. */
-  readonly save: (row: Row) => Effect.Effect<boolean, PersistenceError>
+  readonly save: (row: NewRow) => Effect.Effect<boolean, PersistenceError>
   readonly find: (
     by: { readonly token: string } | { readonly requestId: string }
   ) => Effect.Effect<Option.Option<Row>, PersistenceError>
   /**
-   * `true` when `owner` now holds the lease until `until`: the checkpoint is not completed and
-   * nobody else holds a lease still running at `now` (the owner may renew its own).
+   * The new lease's fencing token (the count of claims, this one included) when `owner` now holds
+   * the lease until `until`: the checkpoint is not completed and nobody else holds a lease still
+   * running at `now` (the owner may claim again; its earlier lease is superseded). `None` otherwise.
    */
-  readonly claim: (token: string, owner: string, now: number, until: number) => Effect.Effect<boolean, PersistenceError>
-  /** Replaces the state, `true` when `owner` holds the lease and the checkpoint is not completed. */
-  readonly update: (token: string, owner: string, state: string) => Effect.Effect<boolean, PersistenceError>
-  /** `true` when `owner` held the lease and the checkpoint was not completed: now it is. */
-  readonly complete: (token: string, owner: string, at: number) => Effect.Effect<boolean, PersistenceError>
+  readonly claim: (
+    token: string,
+    owner: string,
+    now: number,
+    until: number
+  ) => Effect.Effect<Option.Option<number>, PersistenceError>
+  /**
+   * Moves the end of the lease `(owner, fence)` to `until`, `true` when it is still the latest
+   * claim and the checkpoint is not completed. One conditional write: once it succeeds, nobody
+   * can claim before `until`; once another owner claimed, it never succeeds again.
+   */
+  readonly renew: (token: string, owner: string, fence: number, until: number) => Effect.Effect<boolean, PersistenceError>
+  /** Replaces the state, `true` when `(owner, fence)` is the latest claim and the checkpoint is not completed. */
+  readonly update: (token: string, owner: string, fence: number, state: string) => Effect.Effect<boolean, PersistenceError>
+  /** `true` when `(owner, fence)` was the latest claim and the checkpoint was not completed: now it is. */
+  readonly complete: (token: string, owner: string, fence: number, at: number) => Effect.Effect<boolean, PersistenceError>
   /** Checkpoints at the wait point `name` not completed yet, oldest first. */
   readonly open: (name: string) => Effect.Effect<ReadonlyArray<Row>, PersistenceError>
 }
@@ -73,11 +95,21 @@ export class CheckpointStore extends Context.Tag("@tool-gate/core/CheckpointStor
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   const rows = new Map<string, Row>()
   const byRequest = new Map<string, string>()
+  /** Changes an open checkpoint for the holder of its latest lease only. */
+  const write = (token: string, owner: string, fence: number, change: Partial<Row>) =>
+    Effect.sync(() => {
+      const row = rows.get(token)
+      if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner || row.claims !== fence) {
+        return false
+      }
+      rows.set(token, { ...row, ...change })
+      return true
+    })
   return {
     save: (row) =>
       Effect.sync(() => {
         if (row.requestIds.some((id) => byRequest.has(id))) return false
-        rows.set(row.token, row)
+        rows.set(row.token, { ...row, claims: 0 })
         for (const id of row.requestIds) byRequest.set(id, row.token)
         return true
       }),
@@ -89,25 +121,14 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
     claim: (token, owner, now, until) =>
       Effect.sync(() => {
         const row = rows.get(token)
-        if (row === undefined || row.completedAt !== undefined) return false
-        if (row.claimedBy !== undefined && row.claimedBy !== owner && row.claimedUntil! > now) return false
-        rows.set(token, { ...row, claimedBy: owner, claimedUntil: until })
-        return true
+        if (row === undefined || row.completedAt !== undefined) return Option.none()
+        if (row.claimedBy !== undefined && row.claimedBy !== owner && row.claimedUntil! > now) return Option.none()
+        rows.set(token, { ...row, claimedBy: owner, claimedUntil: until, claims: row.claims + 1 })
+        return Option.some(row.claims + 1)
       }),
-    update: (token, owner, state) =>
-      Effect.sync(() => {
-        const row = rows.get(token)
-        if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner) return false
-        rows.set(token, { ...row, state })
-        return true
-      }),
-    complete: (token, owner, at) =>
-      Effect.sync(() => {
-        const row = rows.get(token)
-        if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner) return false
-        rows.set(token, { ...row, completedAt: at })
-        return true
-      }),
+    renew: (token, owner, fence, until) => write(token, owner, fence, { claimedUntil: until }),
+    update: (token, owner, fence, state) => write(token, owner, fence, { state }),
+    complete: (token, owner, fence, at) => write(token, owner, fence, { completedAt: at }),
     open: (name) =>
       Effect.sync(() => [...rows.values()].filter((row) => row.name === name && row.completedAt === undefined))
   }

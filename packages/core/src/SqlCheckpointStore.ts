@@ -40,8 +40,10 @@ const decodeRows = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   created_at: DbInt,
   claimed_by: Schema.NullOr(Schema.String),
   claimed_until: Schema.NullOr(DbInt),
+  claims: DbInt,
   resumed_at: Schema.NullOr(DbInt)
 })))
+const decodeClaims = Schema.decodeUnknown(Schema.Array(Schema.Struct({ claims: DbInt })))
 
 /** Signals, inside the transaction, that a request was taken: the transaction rolls back. */
 class Taken {
@@ -92,7 +94,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_until BIGINT`
           yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${checkpoints}_open`)} ON ${sql(checkpoints)} (name, created_at)
             WHERE resumed_at IS NULL`
-        })
+        }),
+        // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
+        "0003_claim_fence": sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
       })
     }).pipe(boundary("migrate checkpoints"), Effect.retry({ times: 3 }))
 
@@ -104,6 +108,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           state: row.state,
           requestIds: row.request_ids,
           createdAt: row.created_at,
+          claims: row.claims,
           ...(row.claimed_by !== null ? { claimedBy: row.claimed_by, claimedUntil: row.claimed_until! } : {}),
           ...(row.resumed_at !== null ? { completedAt: row.resumed_at } : {})
         })))
@@ -137,17 +142,25 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${sql(owners)} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
           .pipe(Effect.flatMap(readOne), boundary("find checkpoint")),
       claim: (token, owner, now, until) =>
-        sql`UPDATE ${sql(checkpoints)} SET claimed_by = ${owner}, claimed_until = ${until}
+        sql`UPDATE ${sql(checkpoints)} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
           WHERE token = ${token} AND resumed_at IS NULL
             AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("claim checkpoint")),
-      update: (token, owner, state) =>
+          RETURNING claims`.pipe(
+          Effect.flatMap(decodeClaims),
+          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.claims)),
+          boundary("claim checkpoint")
+        ),
+      renew: (token, owner, fence, until) =>
+        sql`UPDATE ${sql(checkpoints)} SET claimed_until = ${until}
+          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
+          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("renew checkpoint lease")),
+      update: (token, owner, fence, state) =>
         sql`UPDATE ${sql(checkpoints)} SET state = ${state}
-          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner}
+          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
           RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("update checkpoint")),
-      complete: (token, owner, at) =>
+      complete: (token, owner, fence, at) =>
         sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at}
-          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner}
+          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
           RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("complete checkpoint")),
       open: (name) =>
         sql`SELECT * FROM ${sql(checkpoints)} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
