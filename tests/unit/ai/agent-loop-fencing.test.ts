@@ -135,7 +135,7 @@ const fencingSuite = (
 fencingSuite("memory", () => Layer.merge(ApprovalStore.layerMemory, CheckpointStore.layerMemory))
 fencingSuite(
   "sqlite",
-  () => Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layerStore({ filename: join(dir, "gate.db") })))
+  () => Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layerStore({ filename: join(dir, "gate.db"), clock: "caller" })))
 )
 const url = pgUrl
 if (url === undefined) {

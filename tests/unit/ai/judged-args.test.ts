@@ -37,7 +37,7 @@ const world = (script: ReadonlyArray<ScriptedModel.Step> = []) => {
   const layer = Layer.mergeAll(
     Tools.toLayer({ bash: record, deploy: record }),
     ScriptedModel.layer(script),
-    Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy })))
+    Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, clock: "caller" })))
   )
   return { ran, layer }
 }

@@ -21,7 +21,7 @@ const policy = Policy.unsafeMake({
 })
 
 const GateLive = Layer.unwrapScoped(
-  Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy }))
+  Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, clock: "caller" }))
 )
 
 const Bash = Schema.Struct({ command: Schema.Trim })
