@@ -1,7 +1,7 @@
 /**
  * What a caller saw, reduced to words a test can count: ran / denied / refused (id reused) / paused.
  */
-import { type AuditEvent, PauseSignal, ToolCall, type ToolGate } from "@tool-gate/core"
+import { type AuditEvent, type Decision, PauseSignal, ToolCall, type ToolGate } from "@tool-gate/core"
 import { Effect, Either } from "effect"
 
 /** A failure that is `InvalidToolCall` naming the `id`: the call id was reused for another call. */
@@ -19,33 +19,48 @@ export interface Run {
   readonly asked: ToolCall.ToolCallInput
   readonly got: ToolCall.ToolCall
   readonly requestId: string | undefined
+  /** the policy or session-approval decision, when no human was involved */
+  readonly decision: Decision.Allow | undefined
 }
 
 export type Outcome =
   | { readonly _tag: "ran" }
-  | { readonly _tag: "denied"; readonly outcome: string }
+  | { readonly _tag: "denied"; readonly outcome: string; readonly requestId: string | undefined }
   | { readonly _tag: "refused" }
   | { readonly _tag: "paused"; readonly requestId: string }
   | { readonly _tag: "error"; readonly error: string }
+
+/** What a caller of `authorize` / `gate` saw. Defects are not classified: they fail the test. */
+export const classify = (result: Either.Either<unknown, unknown>): Outcome => {
+  if (Either.isRight(result)) {
+    return PauseSignal.isPauseSignal(result.right)
+      ? { _tag: "paused", requestId: result.right.requestId }
+      : { _tag: "ran" }
+  }
+  const error = result.left
+  if (isIdReuse(error)) return { _tag: "refused" }
+  if (tagOf(error) === "ToolDenied") {
+    const denied = error as { outcome: string; requestId?: string }
+    return { _tag: "denied", outcome: denied.outcome, requestId: denied.requestId }
+  }
+  return { _tag: "error", error: tagOf(error) }
+}
+
+/** The run of one call: records what the tool was handed. */
+export const toolRun = (asked: ToolCall.ToolCallInput, allowed: ToolGate.Allowed): Run => ({
+  asked,
+  got: allowed.call,
+  requestId: allowed.request?.requestId,
+  decision: allowed.decision
+})
 
 /** A recorder of tool runs, and `gate` / `authorize` wrappers that log every run into it. */
 export const recorder = () => {
   const runs: Array<Run> = []
   const run = (asked: ToolCall.ToolCallInput) => (allowed: ToolGate.Allowed) =>
     Effect.sync(() => {
-      runs.push({ asked, got: allowed.call, requestId: allowed.request?.requestId })
+      runs.push(toolRun(asked, allowed))
     })
-  const classify = (result: Either.Either<unknown, unknown>): Outcome => {
-    if (Either.isRight(result)) {
-      return PauseSignal.isPauseSignal(result.right)
-        ? { _tag: "paused", requestId: result.right.requestId }
-        : { _tag: "ran" }
-    }
-    const error = result.left
-    if (isIdReuse(error)) return { _tag: "refused" }
-    if (tagOf(error) === "ToolDenied") return { _tag: "denied", outcome: (error as { outcome: string }).outcome }
-    return { _tag: "error", error: tagOf(error) }
-  }
   /** `gate.gate` with a recorded run; never fails. */
   const gate = (gate: ToolGate.Service, call: ToolCall.ToolCallInput) =>
     Effect.map(Effect.either(gate.gate(call, run(call))), classify)
