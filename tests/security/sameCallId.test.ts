@@ -113,6 +113,26 @@ const raceSuite = (backend: Backend, rounds: number) => {
         }
         expect(rec.runs).toHaveLength(0)
       }), 120_000)
+    it.live(`${gates}: a call racing a request insert with a policy decision for the same id: one is judged, the other refused`, () =>
+      Effect.gen(function*() {
+        const g = yield* open(Policy.unsafeMake({ requireApproval: [{ tool: "bash", agent: "new" }], allow: ["bash"] }))
+        const [first, second] = pick(g)
+        const rec = recorder()
+        const n = Math.min(rounds, 30)
+        for (let i = 0; i < n; i++) {
+          const id = `x${i}`
+          const asking = bash(id, "ls", { agentId: "new" })
+          const allowed = bash(id, "ls", { agentId: "old" })
+          const [askOut, allowOut] = yield* Effect.all([rec.authorize(first!, asking), rec.authorize(second!, allowed)], {
+            concurrency: "unbounded"
+          })
+          expect(["paused/refused", "refused/ran"]).toContain(`${askOut._tag}/${allowOut._tag}`)
+          const own = eventsOf(yield* g.store.events({ sessionKey: "s1" }), "s1", id)
+          expect(own.filter((e) => e.type === "decision" || e.type === "approval.requested")).toHaveLength(1)
+          expectRefusedEvent(own, askOut._tag === "refused" ? asking : allowed)
+        }
+        for (const run of rec.runs) expect(run.got.agentId).toBe(run.asked.agentId)
+      }), 120_000)
   }
 
   const scoped = (title: string, policy: Policy.Policy, body: (g: { a: ToolGate.Service; b: ToolGate.Service; store: ApprovalStore.Service }) => Effect.Effect<unknown, unknown>) =>
@@ -133,6 +153,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
         { intentId: "exfiltrate" }
       ],
       ["workingDirectory", denyRm, { workingDirectory: "/tmp/sandbox" }, { workingDirectory: "/" }],
+      ["tool name", denyRm, {}, { name: "deploy" }],
       ["agentId absent", Policy.unsafeMake({ deny: [{ tool: "bash", agent: "intruder" }], allow: ["bash"] }), {
         agentId: "trusted"
       }, {}]
