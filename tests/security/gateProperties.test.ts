@@ -205,7 +205,7 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
     return { observed, runs, known }
   })
 
-const show = (call: { readonly name: string; readonly sessionKey: string; readonly id: string; readonly args?: unknown; readonly agentId?: string | undefined; readonly intentId?: string | undefined; readonly workingDirectory?: string | undefined }) =>
+const show = (call: ToolCall.ToolCallInput) =>
   JSON.stringify({
     id: call.id,
     session: call.sessionKey,

@@ -10,11 +10,11 @@
  * `TOOLGATE_PG_URL`), with one gate and with two gates (two connections) on one store.
  */
 import { describe, expect } from "bun:test"
-import { type ApprovalStore, PauseSignal, Policy, type ToolCall, type ToolGate } from "@tool-gate/core"
+import { PauseSignal, Policy, type ToolCall, type ToolGate } from "@tool-gate/core"
 import { Effect, Either } from "effect"
 import { it } from "../support/effectTest.js"
 import { argsOf, eventsOf, isIdReuse, type Outcome, recorder, tagOf } from "./support/outcomes.js"
-import { type Backend, backends } from "./support/twoGates.js"
+import { type Backend, backends, type Gates } from "./support/twoGates.js"
 
 const denyRm = Policy.unsafeMake({ deny: [{ tool: "bash", args: { command: "rm *" } }], allow: ["bash"] })
 const askBash = Policy.unsafeMake({ requireApproval: ["bash"] })
@@ -54,7 +54,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
         const g = yield* open(denyRm)
         const [first, second] = pick(g)
         const rec = recorder()
-        const rounds_: Array<{ id: string; ls: Outcome; rm: Outcome }> = []
+        const played: Array<{ id: string; ls: Outcome; rm: Outcome }> = []
         for (let i = 0; i < rounds; i++) {
           const id = `c${i}`
           const ls = bash(id, "ls")
@@ -66,7 +66,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
               Effect.all([rec.gate(second!, rm), rec.gate(first!, ls)], { concurrency: "unbounded" }),
               ([r, l]) => [l, r] as const
             )
-          rounds_.push({ id, ls: lsOut, rm: rmOut })
+          played.push({ id, ls: lsOut, rm: rmOut })
         }
         // the attack: how many rounds ran the denied command
         const leaked = rec.runs.filter((r) => r.got.args.command === "rm -rf /")
@@ -74,10 +74,10 @@ const raceSuite = (backend: Backend, rounds: number) => {
         // whatever ran is exactly the call that asked for it
         for (const run of rec.runs) expect(argsOf(run.got)).toBe(argsOf(run.asked))
         // exactly one of the two is judged; the other is refused as a reused id
-        const shapes = rounds_.map((r) => `${r.ls._tag}/${r.rm._tag}`)
+        const shapes = played.map((r) => `${r.ls._tag}/${r.rm._tag}`)
         for (const shape of shapes) expect(["ran/refused", "refused/denied"]).toContain(shape)
         const events = yield* g.store.events({ sessionKey: "s1" })
-        for (const r of rounds_) {
+        for (const r of played) {
           const own = eventsOf(events, "s1", r.id)
           const decisions = own.filter((e) => e.type === "decision")
           expect(decisions).toHaveLength(1)
@@ -135,7 +135,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
       }), 120_000)
   }
 
-  const scoped = (title: string, policy: Policy.Policy, body: (g: { a: ToolGate.Service; b: ToolGate.Service; store: ApprovalStore.Service }) => Effect.Effect<unknown, unknown>) =>
+  const scenario = (title: string, policy: Policy.Policy, body: (g: Gates) => Effect.Effect<unknown, unknown>) =>
     it.live(title, () => Effect.flatMap(open(policy), body), 60_000)
 
   for (
@@ -159,7 +159,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
       }, {}]
     ] as const
   ) {
-    scoped(`replaying an allowed call's id with another ${field} is InvalidToolCall, audited, not Allowed`, policy, (g) =>
+    scenario(`replaying an allowed call's id with another ${field} is InvalidToolCall, audited, not Allowed`, policy, (g) =>
       Effect.gen(function*() {
         const rec = recorder()
         const allowed = bash("c1", "ls", trusted)
@@ -178,7 +178,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
       }))
   }
 
-  scoped("replaying a policy-denied call's id with other arguments is InvalidToolCall, never the denied call's decision", denyRm, (g) =>
+  scenario("replaying a policy-denied call's id with other arguments is InvalidToolCall, never the denied call's decision", denyRm, (g) =>
     Effect.gen(function*() {
       const denied = yield* Effect.either(g.a.authorize(bash("c1", "rm -rf /")))
       expect(Either.isLeft(denied) && tagOf(denied.left)).toBe("ToolDenied")
@@ -187,7 +187,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
       expectRefusedEvent(eventsOf(yield* g.store.events(), "s1", "c1"), bash("c1", "ls"))
     }))
 
-  scoped("the same call asked again (tool name in other case, keys in other order) replays the decision with no new event", denyRm, (g) =>
+  scenario("the same call asked again (tool name in other case, keys in other order) replays the decision with no new event", denyRm, (g) =>
     Effect.gen(function*() {
       const rec = recorder()
       const call = { ...bash("c1", "ls", { agentId: "a", intentId: "i", workingDirectory: "/w" }), args: { command: "ls", flags: "-l" } }
@@ -200,7 +200,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
       for (const run of rec.runs) expect(argsOf(run.got)).toBe(argsOf(call))
     }))
 
-  scoped("an approved request's id reused by another agent is InvalidToolCall and leaves the approval unspent", askBash, (g) =>
+  scenario("an approved request's id reused by another agent is InvalidToolCall and leaves the approval unspent", askBash, (g) =>
     Effect.gen(function*() {
       const mine = bash("c1", "ls", { agentId: "a" })
       const paused = yield* g.a.authorize(mine)
@@ -218,7 +218,7 @@ const raceSuite = (backend: Backend, rounds: number) => {
       expect(rec.runs[0]!.got.agentId).toBe("a")
     }))
 
-  scoped("createApprovalRequest for a reused id with another call is InvalidToolCall, never the existing (approved) request", askBash, (g) =>
+  scenario("createApprovalRequest for a reused id with another call is InvalidToolCall, never the existing (approved) request", askBash, (g) =>
     Effect.gen(function*() {
       const mine = bash("c1", "ls")
       const decision = yield* g.a.evaluate(mine)
