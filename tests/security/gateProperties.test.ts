@@ -269,8 +269,8 @@ const violations = (
           grant.toolName !== run.asked.name.toLowerCase() ||
           (grant.scope === "exact" &&
             (grant.argsDigest !== ToolCall.argsDigest(run.asked.args ?? {}) ||
-              // as the README documents: the working directory binds only when one was recorded
-              (grant.workingDirectory !== undefined && grant.workingDirectory !== run.asked.workingDirectory)))
+              // the working directory binds always: a grant made without one covers only calls without one
+              grant.workingDirectory !== run.asked.workingDirectory))
         ) {
           out.push(`${show(run.asked)} ran through session approval ${grant.id}, which does not cover it (${JSON.stringify(grant)})`)
         }
