@@ -27,6 +27,7 @@ import * as Evaluator from "./internal/evaluator.js"
 import * as Glob from "./internal/glob.js"
 import * as PolicyLint from "./internal/policyLint.js"
 import * as PolicyText from "./internal/policyText.js"
+import { maxTtlMs, TtlMillis } from "./Limits.js"
 import { PolicyInvalid } from "./ToolGateError.js"
 
 const expected = (message: string) => ({ message: () => ({ message, override: true }) })
@@ -37,9 +38,10 @@ const EffectLiteral = Schema.Literal("allow", "deny", "requireApproval").annotat
   expected("expected \"allow\" | \"deny\" | \"requireApproval\"")
 )
 
-const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive()).annotations(
-  expected("expected a positive integer")
-)
+/** A TTL in whole milliseconds, 1 ms to a year: `Infinity` or `NaN` would make a grant eternal. */
+const TtlMs = Schema.Number.annotations(
+  expected(`expected a whole number of milliseconds from 1 to ${maxTtlMs} (one year)`)
+).pipe(Schema.compose(TtlMillis))
 
 const ArgPattern = Schema.Unknown.pipe(
   Schema.filter((value) => canonicalJson(value) !== undefined, {
@@ -58,7 +60,7 @@ const MatcherObject = Schema.Struct({
   ),
   agent: Schema.optionalWith(GlobString, { exact: true }),
   intent: Schema.optionalWith(GlobString, { exact: true }),
-  ttlMs: Schema.optionalWith(PositiveInt, { exact: true }),
+  ttlMs: Schema.optionalWith(TtlMs, { exact: true }),
   sessionScope: Schema.optionalWith(
     Schema.Literal("exact", "tool").annotations(expected("expected \"exact\" | \"tool\"")),
     { exact: true }
@@ -93,7 +95,7 @@ const Matchers = Schema.Array(Matcher).annotations({ message: () => "expected a 
  */
 export const PolicyInput = Schema.Struct({
   default: Schema.optionalWith(EffectLiteral, { default: () => "allow" as const, exact: true }),
-  ttlMs: Schema.optionalWith(PositiveInt, { default: () => 300_000, exact: true }),
+  ttlMs: Schema.optionalWith(TtlMs, { default: () => 300_000, exact: true }),
   allow: Schema.optionalWith(Matchers, { default: () => [], exact: true }),
   deny: Schema.optionalWith(Matchers, { default: () => [], exact: true }),
   requireApproval: Schema.optionalWith(Matchers, { default: () => [], exact: true })
