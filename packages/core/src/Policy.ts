@@ -270,7 +270,11 @@ const semanticProblems = (raw: unknown): Array<Found> => {
           for (const [path, pattern] of Object.entries(matcher.args)) {
             const problem = Evaluator.pathProblem(path)
             if (problem !== undefined) out.push({ segments: [...at, "args", path], message: problem })
-            else glob([...at, "args", path], pattern)
+            else if (Evaluator.asMatcher(pattern) !== undefined) {
+              for (const [key, message] of Evaluator.matcherProblems(pattern as Record<string, unknown>)) {
+                out.push({ segments: key === "" ? [...at, "args", path] : [...at, "args", path, key], message })
+              }
+            } else glob([...at, "args", path], pattern)
           }
         }
         if (typeof matcher.id === "string") {
@@ -395,7 +399,7 @@ const compile = (decoded: Decoded): Policy => {
   const find = Evaluator.make(rules.map((rule, order) => ({
     order,
     tool: Glob.compile(rule.tool, true),
-    test: Evaluator.compileConditions(rule),
+    test: Evaluator.compileConditions(rule, rule.source === "allow" ? "allow" : "deny"),
     value: { rule, decision: ruleDecision(rule, input.ttlMs, version) }
   })))
   const fallback = defaultDecision(input.default, input.ttlMs, version)
