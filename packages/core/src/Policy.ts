@@ -136,8 +136,10 @@ export interface Rule {
 
 /**
  * A load-time finding that does not stop the policy from loading: a rule that is `shadowed` by
- * an earlier or higher-precedence rule, one that `neverMatches`, or a field with `noEffect`.
- * `path` is the rule's place in the document (`allow[2]`).
+ * an earlier or higher-precedence rule, one that `neverMatches`, a field with `noEffect`, or a
+ * deny condition on an argument that is `easyToBypass` (a case-sensitive glob, one without a
+ * leading `*`, a command line matched as one string). `path` is the rule's place in the
+ * document (`allow[2]`).
  *
  * @since 0.1.0
  * @category models
@@ -145,7 +147,7 @@ export interface Rule {
 export interface LintWarning {
   readonly ruleId: string
   readonly path: string
-  readonly kind: "shadowed" | "neverMatches" | "noEffect"
+  readonly kind: "shadowed" | "neverMatches" | "noEffect" | "easyToBypass"
   readonly message: string
 }
 
