@@ -297,6 +297,35 @@ const semanticProblems = (raw: unknown): Array<Found> => {
   return out
 }
 
+/** How deep a policy document may nest (rules' exact argument values included). */
+const maxDepth = 64
+
+/** How many values a policy document may hold. */
+const maxValues = 1_000_000
+
+/**
+ * A document too deep or too large to validate, found without recursion (so a 100,000-level
+ * document or a cyclic object from code is a problem, not a stack overflow or a hang).
+ */
+const shapeProblem = (raw: unknown): Found | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly segments: Segments }> = [{ value: raw, segments: [] }]
+  let values = 1
+  while (stack.length > 0) {
+    const { segments, value } = stack.pop()!
+    if (typeof value !== "object" || value === null) continue
+    if (segments.length >= maxDepth) {
+      return { segments: segments.slice(0, 4), message: `nests more than ${maxDepth} levels deep (or contains itself)` }
+    }
+    const keys: ReadonlyArray<PropertyKey> = Array.isArray(value) ? [] : Object.keys(value)
+    const count = Array.isArray(value) ? value.length : keys.length
+    values += count
+    if (values > maxValues) return { segments, message: `the policy holds more than ${maxValues} values` }
+    if (Array.isArray(value)) for (let i = 0; i < count; i++) stack.push({ value: value[i], segments: [...segments, i] })
+    else for (const key of keys) stack.push({ value: (value as Record<PropertyKey, unknown>)[key], segments: [...segments, key] })
+  }
+  return undefined
+}
+
 /** Problems in document order: by top-level key as written, then by list index. */
 const sortProblems = (raw: unknown, found: Array<Found>): Array<{ path: string; message: string }> => {
   const keys = isRecord(raw) ? Object.keys(raw) : []
@@ -420,6 +449,10 @@ const compile = (decoded: Decoded): Policy => {
 const decodeInput = Schema.decodeUnknownEither(PolicyInput, { errors: "all", onExcessProperty: "error" })
 
 const build = (raw: unknown, source: string | undefined): Either.Either<Policy, PolicyInvalid> => {
+  const shape = shapeProblem(raw)
+  if (shape !== undefined) {
+    return Either.left(new PolicyInvalid({ problems: sortProblems(raw, [shape]), ...(source ? { source } : {}) }))
+  }
   const decoded = decodeInput(raw)
   const found = [
     ...(Either.isLeft(decoded) ? schemaProblems(ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) : []),
