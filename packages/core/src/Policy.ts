@@ -9,7 +9,7 @@
  * import { Policy } from "@tool-gate/core"
  *
  * const policy = Policy.unsafeMake({
- *   deny: [{ tool: "bash", args: { command: "rm -rf *" }, reason: "no recursive deletes" }],
+ *   deny: [{ tool: "bash", args: { command: { shell: "rm -rf*" } }, reason: "no recursive deletes" }],
  *   requireApproval: ["bash", { tool: "mcp__github__*", args: { repo: "acme/*" }, ttlMs: 60_000 }],
  *   allow: ["read_*"]
  * })
@@ -69,9 +69,21 @@ const MatcherObject = Schema.Struct({
 })
 
 /**
+ * An argument matcher object, for `args` values: `{ glob, caseInsensitive? }` (a glob over the
+ * value's text), `{ shell, caseInsensitive? }` (a glob over each simple command of a command line;
+ * on deny and requireApproval rules a line it cannot fully see matches, on allow rules it does
+ * not) or `{ equals }` (an exact value). A plain string is a case-sensitive glob over the whole
+ * value; any other value must be deep-equal.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ArgMatcher = Evaluator.ArgMatcher
+
+/**
  * One rule: a tool-name glob (`"bash"`, `"task-*"`, `"mcp__github__*"`), or an object that adds
  * conditions on arguments (`args` maps a path such as `"path"`, `"options.recursive"` or
- * `"files.0"` to a glob or an exact JSON value), on `agent` and `intent` (globs), and, for
+ * `"files.0"` to a glob, an `ArgMatcher` or an exact JSON value), on `agent` and `intent` (globs), and, for
  * requireApproval rules, the approval `ttlMs` and `sessionScope`. `id` names the rule in
  * decisions and audit events (default: its list and index, `requireApproval[2]`).
  *

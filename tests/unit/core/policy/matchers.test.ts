@@ -2,6 +2,8 @@ import * as Policy from "@tool-gate/core/Policy"
 import { PolicyInvalid } from "@tool-gate/core/ToolGateError"
 import { describe, expect, it } from "bun:test"
 import { Effect, Either } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import * as ShellCommand from "../../../../packages/core/src/internal/shellCommand.js"
 
 const shellPolicy = Policy.unsafeMake({
@@ -192,5 +194,39 @@ deny:
     expect(yaml.evaluate({ name: "bash", args: { command: "cd / && rm -rf /" } })._tag).toBe("Deny")
     const json = Effect.runSync(Policy.fromJson(`{"deny":[{"tool":"deploy","args":{"env":{"glob":"prod*","caseInsensitive":true}}}]}`))
     expect(json.evaluate({ name: "deploy", args: { env: "Production" } })._tag).toBe("Deny")
+  })
+})
+
+describe("the README's policy example", () => {
+  const readme = fs.readFileSync(path.resolve(import.meta.dir, "../../../../README.md"), "utf8")
+  const section = readme.slice(readme.indexOf("## Policies"))
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1]!
+
+  it("loads, warns about nothing, and denies what it says", () => {
+    const policy = Effect.runSync(Policy.fromYaml(yaml))
+    expect(policy.warnings).toEqual([])
+    const judge = (name: string, args: Record<string, unknown>) => policy.evaluate({ name, args })._tag
+    expect(judge("bash", { command: "git push origin main --force" })).toBe("Deny")
+    expect(judge("bash", { command: "cd repo &&  git push  origin --force" })).toBe("Deny")
+    expect(judge("bash", { command: "git push origin main" })).toBe("RequireApproval")
+    expect(judge("deploy", { env: "Production" })).toBe("Deny")
+    expect(judge("deploy", { env: "staging" })).toBe("RequireApproval")
+  })
+
+  it("the plain glob `rm -rf*` is escaped by exactly the values the README lists; { shell } catches the command lines", () => {
+    const plain = Policy.unsafeMake({ deny: [{ tool: "bash", args: { command: "rm -rf*" } }] })
+    const shell = Policy.unsafeMake({ deny: [{ tool: "bash", args: { command: { shell: "rm -rf*" } } }] })
+    const judge = (policy: Policy.Policy, command: unknown) => policy.evaluate({ name: "bash", args: { command } })._tag
+    expect(judge(plain, "rm -rf /")).toBe("Deny")
+    for (const command of [" rm -rf /", "rm -fr /", "rm -r -f /", "RM -RF /", "sudo rm -rf /", "cd / && rm -rf /", ["rm", "-rf", "/"]]) {
+      expect([command, judge(plain, command)]).toEqual([command, "Allow"])
+    }
+    for (const command of [" rm -rf /", "sudo rm -rf /", "cd / && rm -rf /", ["rm", "-rf", "/"]]) {
+      expect([command, judge(shell, command)]).toEqual([command, "Deny"])
+    }
+    // what the README says the shell matcher does not catch
+    for (const command of ["rm -fr /", "rm -r -f /", "RM -RF /", "find / -delete"]) {
+      expect([command, judge(shell, command)]).toEqual([command, "Allow"])
+    }
   })
 })
