@@ -140,9 +140,23 @@ const lines = (text: string, analysis: Analysis): Array<string> => {
 /** Keeps `$VAR` and `${VAR}` literal: the gate does not know the agent's environment. */
 const keepVariable = (key: string) => `$${key}`
 
+/** `shell-quote`'s reading of a line, or `undefined` when it refuses it (`${` unclosed...). */
+const tokens = (line: string): ReturnType<typeof parse> | undefined => {
+  try {
+    return parse(line, keepVariable)
+  } catch {
+    return undefined
+  }
+}
+
 const commandsOf = (line: string, analysis: Analysis): Array<Command> => {
   const commands: Array<Command> = [{ words: [], globs: [] }]
-  for (const entry of parse(line, keepVariable)) {
+  const entries = tokens(line)
+  if (entries === undefined) {
+    analysis.opaque = true
+    return []
+  }
+  for (const entry of entries) {
     const current = commands[commands.length - 1]!
     if (typeof entry === "string") {
       current.words.push(entry)
@@ -172,6 +186,8 @@ const dynamic = (command: Command, at: number): boolean => {
 /** Adds the candidates of one simple command, following wrappers and `sh -c`. */
 const follow = (command: Command, depth: number, analysis: Analysis): void => {
   const { words } = command
+  // the command as written first: a deny matcher tries everything an allow matcher would
+  analysis.candidates.push(words.join(" "))
   const starts = [0]
   const seen = new Set(starts)
   for (let s = 0; s < starts.length; s++) {
@@ -184,7 +200,7 @@ const follow = (command: Command, depth: number, analysis: Analysis): void => {
     }
     const name = basename(words[p]!)
     const rest = words.slice(p + 1)
-    analysis.candidates.push([words[p]!, ...rest].join(" "))
+    if (p > 0) analysis.candidates.push([words[p]!, ...rest].join(" "))
     if (name !== words[p]) analysis.candidates.push([name, ...rest].join(" "))
     if (wrappers.has(name)) {
       for (let q = p + 1; q < words.length && q <= p + wrapperWindow; q++) {

@@ -72,6 +72,7 @@ describe("{ shell } matcher on a deny rule", () => {
         "echo \"$(rm -rf /)\"",
         "diff <(ls) <(ls /)",
         "echo 'unterminated",
+        "echo ${; rm -rf /",
         "echo $'\\'' \nrm -rf /\necho '",
         "$CMD -rf /",
         "/bin/r? -rf /",

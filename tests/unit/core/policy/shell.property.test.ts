@@ -1,6 +1,7 @@
 import * as Policy from "@tool-gate/core/Policy"
 import { describe, expect, it } from "bun:test"
 import { FastCheck as fc } from "effect"
+import * as ShellCommand from "../../../../packages/core/src/internal/shellCommand.js"
 
 const word = fc.constantFrom("rm", "-rf", "/", "ls", "git", "status", "x", "build", "-la", "push", "--force")
 const words = fc.array(word, { minLength: 1, maxLength: 5 })
@@ -53,5 +54,34 @@ describe("{ shell } matcher properties", () => {
       { numRuns: 2000 }
     )
     expect(allowed).toBeGreaterThan(200)
+  })
+})
+
+describe("{ shell } matcher on arbitrary input", () => {
+  const piece = fc.oneof(
+    fc.constantFrom("'", "\"", "\\", "$", "(", ")", "`", "#", "\n", ";", "&", "|", "<", ">", "{", "}", "*", "?", "=", " "),
+    fc.constantFrom("\ud800", "\udc00", "\u0000", "\u202e", "\u00a0", "$'", "<<", "${", "$((", "sh -c", "sudo", "rm -rf /"),
+    fc.string({ unit: "binary", minLength: 1, maxLength: 3 })
+  )
+  const line = fc.array(piece, { maxLength: 30 }).map((pieces) => pieces.join(""))
+
+  it("never throws, and a deny matcher tries every command an allow matcher would", () => {
+    fc.assert(
+      fc.property(fc.oneof(line, fc.array(line, { minLength: 1, maxLength: 4 })), (input) => {
+        const analysis = typeof input === "string" ? ShellCommand.analyze(input) : ShellCommand.analyzeArgv(input)
+        for (const command of analysis.commands) expect(analysis.candidates).toContain(command)
+        const same = (pattern: string) => {
+          const denyTag = Policy.unsafeMake({ deny: [{ tool: "t", args: { c: { shell: pattern } } }] })
+            .evaluate({ name: "t", args: { c: input } })._tag
+          const allowTag = Policy.unsafeMake({ default: "deny", allow: [{ tool: "t", args: { c: { shell: pattern } } }] })
+            .evaluate({ name: "t", args: { c: input } })._tag
+          // whatever the allow side accepts, the deny side catches
+          if (allowTag === "Allow") expect(denyTag).toBe("Deny")
+        }
+        same("*")
+        same("*rm*")
+      }),
+      { numRuns: 2000 }
+    )
   })
 })
