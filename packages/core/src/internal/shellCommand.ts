@@ -7,7 +7,7 @@
  * lines longer than `maxLength`. A deny or requireApproval matcher matches an opaque line (fail
  * closed); an allow matcher does not.
  */
-import { parse } from "shell-quote"
+import { parse, type ParseEntry } from "shell-quote"
 import type * as Glob from "./glob.js"
 
 /** Longer command lines are not parsed (the parser costs about a microsecond a character). */
@@ -141,7 +141,7 @@ const lines = (text: string, analysis: Analysis): Array<string> => {
 const keepVariable = (key: string) => `$${key}`
 
 /** `shell-quote`'s reading of a line, or `undefined` when it refuses it (`${` unclosed...). */
-const tokens = (line: string): ReturnType<typeof parse> | undefined => {
+const tokens = (line: string): Array<ParseEntry> | undefined => {
   try {
     return parse(line, keepVariable)
   } catch {
