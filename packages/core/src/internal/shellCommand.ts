@@ -246,6 +246,17 @@ export const analyze = (line: string): Analysis => {
   return analysis
 }
 
+/**
+ * The last line analysed and its analysis: every shell rule on the same argument reads the same
+ * line, so a call is parsed once however many rules look at it.
+ */
+let last: { readonly line: string; readonly analysis: Analysis } | undefined
+
+const analyzeOnce = (line: string): Analysis => {
+  if (last?.line !== line) last = { line, analysis: analyze(line) }
+  return last.analysis
+}
+
 /** An argument vector (`["rm", "-rf", "/"]`) is one simple command, already split into words. */
 export const analyzeArgv = (argv: ReadonlyArray<string>): Analysis => {
   const analysis: Analysis = { commands: [argv.join(" ")], candidates: [], opaque: false }
@@ -269,7 +280,7 @@ export const matcher = (
   const test = caseInsensitive ? (text: string) => glob.test(text.toLowerCase()) : glob.test
   return (value) => {
     const analysis = typeof value === "string"
-      ? analyze(value)
+      ? analyzeOnce(value)
       : Array.isArray(value) && value.length > 0 && value.every((word) => typeof word === "string")
       ? analyzeArgv(value as ReadonlyArray<string>)
       : undefined
