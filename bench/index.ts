@@ -22,7 +22,8 @@ const files = [
   ["bench/w3.ts", "W3"],
   ["bench/w4.ts", "W4"],
   ["bench/w5.ts", "W5"],
-  ["bench/load.ts", "Load"]
+  ["bench/load.ts", "Load"],
+  ["bench/glob.ts", "Glob"]
 ] as const
 
 /**
@@ -68,6 +69,10 @@ const targets: Record<string, ReadonlyArray<Target>> = {
     { figure: "doubleApplied", op: "==", value: 0 },
     { figure: "auditedExactlyOnce", op: "==", value: true }
   ],
+  "Glob 1 MB, ten stars, literal pieces, miss": [{ figure: "medianMs", op: "<", value: 10 }],
+  "Glob 1 MB, ten stars, literal pieces, match": [{ figure: "medianMs", op: "<", value: 10 }],
+  "Glob 1 MB, ten stars, ? pieces, miss": [{ figure: "medianMs", op: "<", value: 10 }],
+  "Glob 1 MB, ten stars, worst case": [{ figure: "medianMs", op: "<", value: 10 }],
   "Load SQLite": loadTargets,
   "Load PostgreSQL": loadTargets
 }

@@ -1,7 +1,8 @@
 /**
- * The glob patterns policies use (`*` any text, `?` one character, `\` makes the next character
- * literal), for other packages that match names the same way: session-key patterns on API
- * tokens, for instance.
+ * The glob patterns policies use (`*` any text, `?` one character (a code point), `\` makes the
+ * next character literal; the whole text must match, case-sensitively), for other packages that
+ * match names the same way: session-key patterns on API tokens, for instance. Matching never
+ * backtracks: its time is linear in the text for a given pattern.
  *
  * @example
  * import { Glob } from "@tool-gate/core"

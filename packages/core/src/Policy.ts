@@ -9,7 +9,7 @@
  * import { Policy } from "@tool-gate/core"
  *
  * const policy = Policy.unsafeMake({
- *   deny: [{ tool: "bash", args: { command: "rm -rf *" }, reason: "no recursive deletes" }],
+ *   deny: [{ tool: "bash", args: { command: { shell: "rm -rf*" } }, reason: "no recursive deletes" }],
  *   requireApproval: ["bash", { tool: "mcp__github__*", args: { repo: "acme/*" }, ttlMs: 60_000 }],
  *   allow: ["read_*"]
  * })
@@ -27,6 +27,7 @@ import * as Evaluator from "./internal/evaluator.js"
 import * as Glob from "./internal/glob.js"
 import * as PolicyLint from "./internal/policyLint.js"
 import * as PolicyText from "./internal/policyText.js"
+import { maxTtlMs, TtlMillis } from "./Limits.js"
 import { PolicyInvalid } from "./ToolGateError.js"
 
 const expected = (message: string) => ({ message: () => ({ message, override: true }) })
@@ -37,9 +38,10 @@ const EffectLiteral = Schema.Literal("allow", "deny", "requireApproval").annotat
   expected("expected \"allow\" | \"deny\" | \"requireApproval\"")
 )
 
-const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive()).annotations(
-  expected("expected a positive integer")
-)
+/** A TTL in whole milliseconds, 1 ms to a year: `Infinity` or `NaN` would make a grant eternal. */
+const TtlMs = Schema.Number.annotations(
+  expected(`expected a whole number of milliseconds from 1 to ${maxTtlMs} (one year)`)
+).pipe(Schema.compose(TtlMillis))
 
 const ArgPattern = Schema.Unknown.pipe(
   Schema.filter((value) => canonicalJson(value) !== undefined, {
@@ -58,7 +60,7 @@ const MatcherObject = Schema.Struct({
   ),
   agent: Schema.optionalWith(GlobString, { exact: true }),
   intent: Schema.optionalWith(GlobString, { exact: true }),
-  ttlMs: Schema.optionalWith(PositiveInt, { exact: true }),
+  ttlMs: Schema.optionalWith(TtlMs, { exact: true }),
   sessionScope: Schema.optionalWith(
     Schema.Literal("exact", "tool").annotations(expected("expected \"exact\" | \"tool\"")),
     { exact: true }
@@ -67,9 +69,21 @@ const MatcherObject = Schema.Struct({
 })
 
 /**
+ * An argument matcher object, for `args` values: `{ glob, caseInsensitive? }` (a glob over the
+ * value's text), `{ shell, caseInsensitive? }` (a glob over each simple command of a command line;
+ * on deny and requireApproval rules a line it cannot fully see matches, on allow rules it does
+ * not) or `{ equals }` (an exact value). A plain string is a case-sensitive glob over the whole
+ * value; any other value must be deep-equal.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ArgMatcher = Evaluator.ArgMatcher
+
+/**
  * One rule: a tool-name glob (`"bash"`, `"task-*"`, `"mcp__github__*"`), or an object that adds
  * conditions on arguments (`args` maps a path such as `"path"`, `"options.recursive"` or
- * `"files.0"` to a glob or an exact JSON value), on `agent` and `intent` (globs), and, for
+ * `"files.0"` to a glob, an `ArgMatcher` or an exact JSON value), on `agent` and `intent` (globs), and, for
  * requireApproval rules, the approval `ttlMs` and `sessionScope`. `id` names the rule in
  * decisions and audit events (default: its list and index, `requireApproval[2]`).
  *
@@ -93,7 +107,7 @@ const Matchers = Schema.Array(Matcher).annotations({ message: () => "expected a 
  */
 export const PolicyInput = Schema.Struct({
   default: Schema.optionalWith(EffectLiteral, { default: () => "allow" as const, exact: true }),
-  ttlMs: Schema.optionalWith(PositiveInt, { default: () => 300_000, exact: true }),
+  ttlMs: Schema.optionalWith(TtlMs, { default: () => 300_000, exact: true }),
   allow: Schema.optionalWith(Matchers, { default: () => [], exact: true }),
   deny: Schema.optionalWith(Matchers, { default: () => [], exact: true }),
   requireApproval: Schema.optionalWith(Matchers, { default: () => [], exact: true })
@@ -134,8 +148,10 @@ export interface Rule {
 
 /**
  * A load-time finding that does not stop the policy from loading: a rule that is `shadowed` by
- * an earlier or higher-precedence rule, one that `neverMatches`, or a field with `noEffect`.
- * `path` is the rule's place in the document (`allow[2]`).
+ * an earlier or higher-precedence rule, one that `neverMatches`, a field with `noEffect`, or a
+ * deny condition on an argument that is `easyToBypass` (a case-sensitive glob, one without a
+ * leading `*`, a command line matched as one string). `path` is the rule's place in the
+ * document (`allow[2]`).
  *
  * @since 0.1.0
  * @category models
@@ -143,7 +159,7 @@ export interface Rule {
 export interface LintWarning {
   readonly ruleId: string
   readonly path: string
-  readonly kind: "shadowed" | "neverMatches" | "noEffect"
+  readonly kind: "shadowed" | "neverMatches" | "noEffect" | "easyToBypass"
   readonly message: string
 }
 
@@ -268,7 +284,11 @@ const semanticProblems = (raw: unknown): Array<Found> => {
           for (const [path, pattern] of Object.entries(matcher.args)) {
             const problem = Evaluator.pathProblem(path)
             if (problem !== undefined) out.push({ segments: [...at, "args", path], message: problem })
-            else glob([...at, "args", path], pattern)
+            else if (Evaluator.asMatcher(pattern) !== undefined) {
+              for (const [key, message] of Evaluator.matcherProblems(pattern as Record<string, unknown>)) {
+                out.push({ segments: key === "" ? [...at, "args", path] : [...at, "args", path, key], message })
+              }
+            } else glob([...at, "args", path], pattern)
           }
         }
         if (typeof matcher.id === "string") {
@@ -287,6 +307,35 @@ const semanticProblems = (raw: unknown): Array<Found> => {
     })
   }
   return out
+}
+
+/** How deep a policy document may nest (rules' exact argument values included). */
+const maxDepth = 64
+
+/** How many values a policy document may hold. */
+const maxValues = 1_000_000
+
+/**
+ * A document too deep or too large to validate, found without recursion (so a 100,000-level
+ * document or a cyclic object from code is a problem, not a stack overflow or a hang).
+ */
+const shapeProblem = (raw: unknown): Found | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly segments: Segments }> = [{ value: raw, segments: [] }]
+  let values = 1
+  while (stack.length > 0) {
+    const { segments, value } = stack.pop()!
+    if (typeof value !== "object" || value === null) continue
+    if (segments.length >= maxDepth) {
+      return { segments: segments.slice(0, 4), message: `nests more than ${maxDepth} levels deep (or contains itself)` }
+    }
+    const keys: ReadonlyArray<PropertyKey> = Array.isArray(value) ? [] : Object.keys(value)
+    const count = Array.isArray(value) ? value.length : keys.length
+    values += count
+    if (values > maxValues) return { segments, message: `the policy holds more than ${maxValues} values` }
+    if (Array.isArray(value)) for (let i = 0; i < count; i++) stack.push({ value: value[i], segments: [...segments, i] })
+    else for (const key of keys) stack.push({ value: (value as Record<PropertyKey, unknown>)[key], segments: [...segments, key] })
+  }
+  return undefined
 }
 
 /** Problems in document order: by top-level key as written, then by list index. */
@@ -393,7 +442,7 @@ const compile = (decoded: Decoded): Policy => {
   const find = Evaluator.make(rules.map((rule, order) => ({
     order,
     tool: Glob.compile(rule.tool, true),
-    test: Evaluator.compileConditions(rule),
+    test: Evaluator.compileConditions(rule, rule.source === "allow" ? "allow" : "deny"),
     value: { rule, decision: ruleDecision(rule, input.ttlMs, version) }
   })))
   const fallback = defaultDecision(input.default, input.ttlMs, version)
@@ -412,6 +461,10 @@ const compile = (decoded: Decoded): Policy => {
 const decodeInput = Schema.decodeUnknownEither(PolicyInput, { errors: "all", onExcessProperty: "error" })
 
 const build = (raw: unknown, source: string | undefined): Either.Either<Policy, PolicyInvalid> => {
+  const shape = shapeProblem(raw)
+  if (shape !== undefined) {
+    return Either.left(new PolicyInvalid({ problems: sortProblems(raw, [shape]), ...(source ? { source } : {}) }))
+  }
   const decoded = decodeInput(raw)
   const found = [
     ...(Either.isLeft(decoded) ? schemaProblems(ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) : []),

@@ -5,6 +5,7 @@
  */
 import { canonicalJson } from "./canonical.js"
 import * as Glob from "./glob.js"
+import * as ShellCommand from "./shellCommand.js"
 
 /** The parts of a tool call a rule can look at. */
 export interface Call {
@@ -55,27 +56,84 @@ export const resolve = (value: unknown, segments: ReadonlyArray<string>): unknow
   return current
 }
 
+/** The keys that make an object in `args` a matcher rather than an exact value. */
+export const matcherKeys = ["glob", "shell", "equals"] as const
+
 /**
- * A test for one argument value. A string pattern is a glob over string values and over the
- * JSON text of numbers and booleans; any other pattern must be deep-equal (key order ignored).
+ * An argument matcher object: `{ glob, caseInsensitive? }` (a glob over the value's text),
+ * `{ shell, caseInsensitive? }` (a glob over each simple command of a command line) or
+ * `{ equals }` (an exact value, for values that look like matchers or contain `*`).
  */
-export const valueTest = (pattern: unknown): (value: unknown) => boolean => {
-  if (typeof pattern === "string") {
-    const glob = Glob.compile(pattern)
-    return (value) =>
-      typeof value === "string"
-        ? glob.test(value)
-        : (typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean"
-        ? glob.test(String(value))
-        : false
+export type ArgMatcher =
+  | { readonly glob: string; readonly caseInsensitive?: boolean }
+  | { readonly shell: string; readonly caseInsensitive?: boolean }
+  | { readonly equals: unknown }
+
+const isRecord = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The matcher an argument pattern is, when it is an object with one of `matcherKeys`. */
+export const asMatcher = (pattern: unknown): ArgMatcher | undefined =>
+  isRecord(pattern) && matcherKeys.some((key) => hasOwn.call(pattern, key)) ? pattern as ArgMatcher : undefined
+
+/** Why a matcher object is unusable, each problem with the key it is about (`""` for the object). */
+export const matcherProblems = (matcher: Readonly<Record<string, unknown>>): Array<[string, string]> => {
+  const out: Array<[string, string]> = []
+  const kinds = matcherKeys.filter((key) => hasOwn.call(matcher, key))
+  if (kinds.length > 1) out.push(["", `a matcher takes one of glob, shell or equals, got ${kinds.join(" and ")}`])
+  for (const key of Object.keys(matcher)) {
+    if (key === "equals") continue
+    if (key === "glob" || key === "shell") {
+      const pattern = matcher[key]
+      const problem = typeof pattern === "string" ? Glob.problem(pattern) : "expected a glob string"
+      if (problem !== undefined) out.push([key, problem])
+    } else if (key === "caseInsensitive") {
+      if (hasOwn.call(matcher, "equals")) out.push([key, "caseInsensitive applies to glob and shell, not equals"])
+      else if (typeof matcher[key] !== "boolean") out.push([key, "expected true or false"])
+    } else out.push([key, "unknown key (a matcher takes glob, shell or equals, and caseInsensitive)"])
   }
+  return out
+}
+
+/** A glob over strings and over the JSON text of numbers and booleans. */
+const globTest = (glob: Glob.Glob, lowerCase: boolean) => (value: unknown): boolean => {
+  const text = typeof value === "string"
+    ? value
+    : (typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean"
+    ? String(value)
+    : undefined
+  return text !== undefined && glob.test(lowerCase ? text.toLowerCase() : text)
+}
+
+/** Deep equality with `pattern`, key order ignored. */
+const equalsTest = (pattern: unknown): (value: unknown) => boolean => {
   if (typeof pattern !== "object" || pattern === null) return (value) => value === pattern
   const expected = canonicalJson(pattern)
   return (value) => typeof value === "object" && value !== null && canonicalJson(value) === expected
 }
 
+/**
+ * A test for one argument value. A string pattern is a case-sensitive glob over string values
+ * and over the JSON text of numbers and booleans; a matcher object does what `ArgMatcher` says;
+ * any other pattern must be deep-equal (key order ignored). `side` is what a shell matcher does
+ * with a command line it cannot fully see: on the `deny` side (deny and requireApproval rules)
+ * it matches, on the `allow` side it does not.
+ */
+export const valueTest = (pattern: unknown, side: "deny" | "allow" = "deny"): (value: unknown) => boolean => {
+  if (typeof pattern === "string") return globTest(Glob.compile(pattern), false)
+  const matcher = asMatcher(pattern)
+  if (matcher === undefined) return equalsTest(pattern)
+  if ("equals" in matcher) return equalsTest(matcher.equals)
+  const caseInsensitive = matcher.caseInsensitive === true
+  if ("glob" in matcher) return globTest(Glob.compile(matcher.glob, caseInsensitive), caseInsensitive)
+  return ShellCommand.matcher(Glob.compile(matcher.shell, caseInsensitive), caseInsensitive, side)
+}
+
 /** Compiles a rule's conditions into one predicate; `undefined` when it has none. */
-export const compileConditions = (conditions: Conditions): ((call: Call) => boolean) | undefined => {
+export const compileConditions = (
+  conditions: Conditions,
+  side: "deny" | "allow" = "deny"
+): ((call: Call) => boolean) | undefined => {
   const checks: Array<(call: Call) => boolean> = []
   if (conditions.agent !== undefined) {
     const glob = Glob.compile(conditions.agent)
@@ -86,7 +144,7 @@ export const compileConditions = (conditions: Conditions): ((call: Call) => bool
     checks.push((call) => call.intentId !== undefined && glob.test(call.intentId))
   }
   for (const [path, pattern] of Object.entries(conditions.args ?? {})) {
-    const test = valueTest(pattern)
+    const test = valueTest(pattern, side)
     const segments = splitPath(path)
     if (segments.length === 1) {
       checks.push((call) => hasOwn.call(call.args, path) && test(call.args[path]))

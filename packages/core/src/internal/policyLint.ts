@@ -1,11 +1,11 @@
 /**
  * Load-time checks that find rules which do not do what their author meant: rules that can never
  * match, rules that can never apply because an earlier or higher-precedence rule always wins,
- * and fields that have no effect. Every "shadowed" report is certain; some shadowing (through
+ * fields that have no effect, and deny conditions on arguments that are easy to step around. Every "shadowed" report is certain; some shadowing (through
  * patterns the inclusion test cannot prove) goes unreported.
  */
 import { canonicalJson } from "./canonical.js"
-import { missing, resolve, splitPath, valueTest } from "./evaluator.js"
+import { asMatcher, missing, resolve, splitPath, valueTest } from "./evaluator.js"
 import * as Glob from "./glob.js"
 
 /** The parts of a rule the checks read, in precedence order. */
@@ -24,7 +24,7 @@ export interface LintRule {
 export interface Warning {
   readonly ruleId: string
   readonly path: string
-  readonly kind: "shadowed" | "neverMatches" | "noEffect"
+  readonly kind: "shadowed" | "neverMatches" | "noEffect" | "easyToBypass"
   readonly message: string
 }
 
@@ -78,10 +78,11 @@ const neverMatches = ({ rule, tool }: Prepared): string | undefined => {
     for (const [inner, innerPattern] of args) {
       if (!inner.startsWith(`${outer}.`)) continue
       const rest = splitPath(inner).slice(splitPath(outer).length)
-      if (typeof outerPattern === "string") {
+      const matcher = asMatcher(outerPattern)
+      if (typeof outerPattern === "string" || (matcher !== undefined && !("equals" in matcher))) {
         return `args "${inner}" looks inside "${outer}", but "${outer}" is matched as text`
       }
-      const value = resolve(outerPattern, rest)
+      const value = resolve(matcher !== undefined && "equals" in matcher ? matcher.equals : outerPattern, rest)
       if (value === missing || !valueTest(innerPattern)(value)) {
         return `args "${inner}" contradicts the exact value given for "${outer}"`
       }
@@ -115,6 +116,43 @@ const covers = (outer: Prepared, inner: Prepared): boolean => {
   return true
 }
 
+/** Argument names that usually hold a command line. */
+const commandLike = /^(command|cmd|cmdline|command_?line|script|shell_?command)$/i
+
+/**
+ * Why a deny rule's condition on one argument is easy to step around, or `undefined`. Argument
+ * values come from the model, which can add a space, a prefix or capitals, or chain commands.
+ */
+const easyToBypass = (path: string, pattern: unknown): string | undefined => {
+  const matcher = asMatcher(pattern)
+  const glob = typeof pattern === "string"
+    ? { text: pattern, caseInsensitive: false }
+    : matcher !== undefined && "glob" in matcher && typeof matcher.glob === "string"
+    ? { text: matcher.glob, caseInsensitive: matcher.caseInsensitive === true }
+    : undefined
+  const shell = matcher !== undefined && "shell" in matcher
+  const reasons: Array<string> = []
+  const name = splitPath(path).at(-1)!
+  if (commandLike.test(name) && !shell) {
+    reasons.push(
+      `"${name}" looks like a command line, which a glob sees as one string ("cd / && ..." or "x; ..." ` +
+        `before the command escapes it): use { shell: "..." }`
+    )
+  }
+  if (glob !== undefined) {
+    if (!glob.text.startsWith("*")) {
+      reasons.push(`the glob has no leading *, so a value with a leading space or prefix (" ...", "sudo ...") escapes it`)
+    }
+    if (!glob.caseInsensitive && glob.text.toLowerCase() !== glob.text.toUpperCase()) {
+      reasons.push(
+        `the glob is case-sensitive, so ${JSON.stringify(glob.text.toUpperCase())} escapes it ` +
+          `(add caseInsensitive: true where case does not matter to the tool)`
+      )
+    }
+  }
+  return reasons.length === 0 ? undefined : `args "${path}" is easy to step around: ${reasons.join("; ")}`
+}
+
 /** All warnings, rule by rule in precedence order. `rules` must be in precedence order. */
 export const lint = (rules: ReadonlyArray<LintRule>): Array<Warning> => {
   const warnings: Array<Warning> = []
@@ -133,6 +171,12 @@ export const lint = (rules: ReadonlyArray<LintRule>): Array<Warning> => {
           "noEffect",
           `sessionScope has no effect on ${article(rule.source)} rule (only requireApproval rules are approved)`
         )
+      }
+    }
+    if (rule.source === "deny") {
+      for (const [path, pattern] of Object.entries(rule.args ?? {})) {
+        const bypass = easyToBypass(path, pattern)
+        if (bypass !== undefined) warn("easyToBypass", bypass)
       }
     }
     const never = neverMatches(prepared)

@@ -23,6 +23,9 @@ class JsonSyntaxError {
   constructor(readonly offset: number, readonly reason: string) {}
 }
 
+/** Deeper documents are refused while parsing, before any recursion can exhaust the stack. */
+const maxDepth = 512
+
 const numberToken = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y
 const whitespace = /[ \t\n\r]*/y
 
@@ -62,9 +65,19 @@ export const parseJson = (text: string): Either.Either<unknown, Array<string>> =
     pos++
     return JSON.parse(text.slice(start, pos)) as string
   }
+  let depth = 0
   const value = (): unknown => {
     skip()
     const char = text[pos]
+    if ((char === "{" || char === "[") && depth >= maxDepth) fail(`nested more than ${maxDepth} levels deep`)
+    depth++
+    try {
+      return valueAt(char)
+    } finally {
+      depth--
+    }
+  }
+  const valueAt = (char: string | undefined): unknown => {
     if (char === "{") {
       pos++
       const out: Record<string, unknown> = {}
@@ -130,7 +143,6 @@ export const parseJson = (text: string): Either.Either<unknown, Array<string>> =
     return Either.right(result)
   } catch (error) {
     if (error instanceof JsonSyntaxError) return Either.left([`${locate(text, error.offset)}: ${error.reason}`])
-    if (error instanceof RangeError) return Either.left(["the JSON is nested too deeply"])
     throw error
   }
 }
@@ -140,8 +152,11 @@ export const parseYaml = (text: string): Either.Either<unknown, Array<string>> =
   const document = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true })
   if (document.errors.length > 0) {
     return Either.left(document.errors.map((error) => {
-      // pretty messages read "<what> at line L, column C:" and then quote the source
-      const head = error.message.split("\n")[0].replace(/:$/, "").replace(/ at line \d+, column \d+$/, "")
+      // pretty messages read "<what> at line L, column C:" and then quote the source; the parser
+      // reports a stack overflow on deep flow collections as an error of its own
+      const head = /Maximum call stack/.test(error.message)
+        ? "the YAML is nested too deeply"
+        : error.message.split("\n")[0].replace(/:$/, "").replace(/ at line \d+, column \d+$/, "")
       const at = error.linePos?.[0]
       return at ? `line ${at.line}, column ${at.col}: ${head}` : head
     }))

@@ -1,8 +1,10 @@
 import * as Policy from "@tool-gate/core/Policy"
 import { describe, expect, it } from "bun:test"
 
+/** The warnings about what rules match (easy-to-bypass deny conditions have their own tests). */
 const warningsOf = (input: Policy.PolicyInput) =>
-  Policy.unsafeMake(input).warnings.map(({ kind, path, ruleId }) => ({ kind, path, ruleId }))
+  Policy.unsafeMake(input).warnings.filter(({ kind }) => kind !== "easyToBypass")
+    .map(({ kind, path, ruleId }) => ({ kind, path, ruleId }))
 
 describe("Policy lint: shadowed", () => {
   it("by a higher-precedence list", () => {
@@ -107,6 +109,19 @@ describe("Policy lint: never matches", () => {
     ])
   })
 
+  it("args that look inside a matcher object", () => {
+    expect(warningsOf({
+      requireApproval: [
+        { tool: "a", args: { opts: { glob: "x*" }, "opts.force": true } },
+        { tool: "b", args: { opts: { equals: { force: false } }, "opts.force": true } },
+        { tool: "c", args: { opts: { equals: { force: true } }, "opts.force": true } }
+      ]
+    })).toEqual([
+      { kind: "neverMatches", path: "requireApproval[0]", ruleId: "requireApproval[0]" },
+      { kind: "neverMatches", path: "requireApproval[1]", ruleId: "requireApproval[1]" }
+    ])
+  })
+
   it("a rule that never matches shadows nothing", () => {
     expect(warningsOf({ deny: ["* "], allow: ["ls"] }).map((w) => w.path)).toEqual(["deny[0]"])
   })
@@ -125,5 +140,63 @@ describe("Policy lint: no effect", () => {
     ])
     expect(policy.warnings[0].message).toContain("ttlMs")
     expect(policy.warnings[1].message).toContain("sessionScope")
+  })
+})
+
+describe("Policy lint: easy to bypass", () => {
+  const bypasses = (input: Policy.PolicyInput) =>
+    Policy.unsafeMake(input).warnings.filter(({ kind }) => kind === "easyToBypass")
+
+  it("warns about the README's own plain deny glob, each reason named", () => {
+    const [warning, ...rest] = bypasses({ deny: [{ tool: "bash", args: { command: "rm -rf*" } }] })
+    expect(rest).toEqual([])
+    expect(warning).toMatchObject({ kind: "easyToBypass", path: "deny[0]", ruleId: "deny[0]" })
+    expect(warning!.message).toContain("args \"command\" is easy to step around")
+    expect(warning!.message).toContain("use { shell: \"...\" }")
+    expect(warning!.message).toContain("no leading *")
+    expect(warning!.message).toContain("\"RM -RF*\" escapes it")
+  })
+
+  it("warns about a glob without a leading * and a case-sensitive glob on any argument", () => {
+    const warnings = bypasses({
+      deny: [
+        { tool: "deploy", args: { env: "prod*" } },
+        { tool: "deploy", args: { env: "*prod*" } },
+        { tool: "deploy", args: { env: { glob: "prod*", caseInsensitive: true } } },
+        { tool: "read_file", args: { path: "*.env" } },
+        { tool: "deploy", args: { replicas: 0, dryRun: false, region: "*-1" } }
+      ]
+    })
+    expect(warnings.map((w) => w.path)).toEqual(["deny[0]", "deny[1]", "deny[2]", "deny[3]"])
+    expect(warnings[0]!.message).toContain("no leading *")
+    expect(warnings[0]!.message).toContain("case-sensitive")
+    expect(warnings[1]!.message).not.toContain("no leading *")
+    expect(warnings[2]!.message).not.toContain("case-sensitive")
+    expect(warnings[3]!.message).toContain("\"*.ENV\" escapes it")
+  })
+
+  it("is quiet for shell matchers, case-insensitive globs with a leading *, and non-deny rules", () => {
+    expect(bypasses({
+      deny: [
+        { tool: "bash", args: { command: { shell: "rm -rf*" } } },
+        { tool: "bash", args: { cmd: { shell: "sudo *" } } },
+        { tool: "deploy", args: { env: { glob: "*prod*", caseInsensitive: true } } }
+      ],
+      requireApproval: [{ tool: "bash", args: { command: "git push*" } }],
+      allow: [{ tool: "bash", args: { command: "ls*" } }]
+    })).toEqual([])
+  })
+
+  it("warns about a command-like argument matched as one string, even by a case-insensitive glob", () => {
+    const warnings = bypasses({
+      deny: [
+        { tool: "bash", args: { cmd: { glob: "*rm -rf*", caseInsensitive: true } } },
+        { tool: "run", args: { "options.script": { equals: "make clean" } } }
+      ]
+    })
+    expect(warnings.map((w) => [w.path, w.message.includes("looks like a command line")])).toEqual([
+      ["deny[0]", true],
+      ["deny[1]", true]
+    ])
   })
 })

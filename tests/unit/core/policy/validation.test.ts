@@ -27,14 +27,14 @@ describe("Policy.make validation", () => {
     }))
     expect(error.problems).toEqual([
       { path: "default", message: "expected \"allow\" | \"deny\" | \"requireApproval\"" },
-      { path: "ttlMs", message: "expected a positive integer" },
+      { path: "ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got -5" },
       { path: "bogusKey", message: "unknown key" },
       { path: "deny[0].tool", message: "must not be empty" },
       { path: "deny[1]", message: "expected a tool-name glob or a matcher object" },
       { path: "deny[2].colour", message: "unknown key" },
       { path: "deny[3]", message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)" },
       { path: "requireApproval[3].args.path", message: "expected a glob string or a JSON value" },
-      { path: "requireApproval[3].ttlMs", message: "expected a positive integer" },
+      { path: "requireApproval[3].ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got 1.5" },
       { path: "requireApproval[3].sessionScope", message: "expected \"exact\" | \"tool\"" },
       {
         path: "requireApproval[3].args[\"a..b\"]",
@@ -66,7 +66,7 @@ describe("Policy.make validation", () => {
   it("refuses non-finite numbers", () => {
     expect(problemsOf(Policy.make({ ttlMs: Infinity, deny: [{ tool: "x", args: { n: NaN, m: [1, Infinity] } }] })).problems)
       .toEqual([
-        { path: "ttlMs", message: "expected a positive integer" },
+        { path: "ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity" },
         { path: "deny[0].args.n", message: "expected a glob string or a JSON value" },
         { path: "deny[0].args.m", message: "expected a glob string or a JSON value" }
       ])
@@ -182,7 +182,7 @@ describe("Policy.fromYaml", () => {
   it("refuses an empty document and infinite numbers", () => {
     expect(problemsOf(Policy.fromYaml("")).problems[0].path).toBe("")
     expect(problemsOf(Policy.fromYaml("ttlMs: .inf\ndeny:\n  - tool: x\n    args: { n: .nan }\n")).problems).toEqual([
-      { path: "ttlMs", message: "expected a positive integer" },
+      { path: "ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity" },
       { path: "deny[0].args.n", message: "expected a glob string or a JSON value" }
     ])
   })
