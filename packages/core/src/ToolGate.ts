@@ -553,13 +553,13 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         return Effect.flatMap(store.consume(request.requestId, now), (spent) =>
           Effect.zipRight(
             spent
-              ? store.append([{
+              ? Effect.asVoid(store.append([{
                 ...decisionEvent(runs, verdict, now, ToolCall.canonicalArgs(request.toolCall.args)),
                 requestId: request.requestId,
                 ...(request.resolution?.editedArgs !== undefined
                   ? { editedArgs: ToolCall.canonicalArgs(request.resolution.editedArgs) }
                   : {})
-              }])
+              }]))
               : Effect.void,
             Effect.fail(denied)
           ))
@@ -692,7 +692,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         switch (result._tag) {
           case "Created":
             return Effect.zipRight(
-              shadow === undefined ? Effect.void : store.append([{ ...shadow, requestId: result.request.requestId }]),
+              shadow === undefined ? Effect.void : Effect.asVoid(store.append([{ ...shadow, requestId: result.request.requestId }])),
               fromRecorded(result.request, now)
             )
           case "Existing":
