@@ -1,0 +1,60 @@
+/**
+ * The CLI's output boundary. Most of what `toolgate` prints was chosen by others: tool names,
+ * session keys, agent and intent ids and arguments by a model, reasons by approvers, error texts
+ * by a server. A control character in any of them would act on the approver's terminal: a newline
+ * forges an "approved" line, an escape sequence retitles or clears the screen, a bidi override
+ * reorders what is read. So nothing reaches the terminal unescaped:
+ *
+ * - the commands print through `lines`: every string is one line, and every control character in
+ *   it (C0 with newline and ESC, DEL, C1 with U+009B CSI, bidi overrides and isolates) is shown as
+ *   an escape (`\n`, `\u001b`);
+ * - `--json` output is JSON text whose strings escape those characters (`JSON.stringify` leaves
+ *   DEL, C1 and bidi controls raw), so it stays valid JSON, one line per `Console.log`;
+ * - @effect/cli's own help and usage errors (which quote the command line) print through `docs`:
+ *   their line breaks are kept and their styling dropped, every other control character escaped.
+ */
+import { Console, Effect } from "effect"
+
+const controls = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+const jsonRaw = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+const short: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
+
+const unicodeEscape = (char: string): string => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`
+
+/** `text` with every control character shown as an escape: safe to print as one line. */
+export const escape = (text: string): string => text.replace(controls, (char) => short[char] ?? unicodeEscape(char))
+
+/**
+ * `value` as JSON text (indented by `indent`, 0 for one line) with no control character left raw:
+ * the characters `JSON.stringify` leaves in strings become `\uXXXX` escapes (outside strings JSON
+ * text has none but the indentation's line breaks).
+ */
+export const json = (value: unknown, indent = 2): string =>
+  JSON.stringify(value, null, indent).replace(jsonRaw, unicodeEscape)
+
+// The styling @effect/cli's help renders (Select Graphic Rendition sequences).
+const styling = /\u001b\[[0-9;]*m/g
+
+const mapText = (base: Console.Console, f: (text: string) => string): Console.Console => {
+  const text = (values: ReadonlyArray<unknown>) => values.map((value) => (typeof value === "string" ? f(value) : value))
+  return {
+    ...base,
+    log: (...values) => base.log(...text(values)),
+    error: (...values) => base.error(...text(values)),
+    info: (...values) => base.info(...text(values)),
+    warn: (...values) => base.warn(...text(values)),
+    debug: (...values) => base.debug(...text(values))
+  }
+}
+
+/** Every string printed is one line, escaped. */
+export const lines = (base: Console.Console): Console.Console => mapText(base, escape)
+
+/** Multi-line documents (help): line breaks kept, styling dropped, other controls escaped. */
+export const docs = (base: Console.Console): Console.Console =>
+  mapText(base, (text) => text.replace(styling, "").split("\n").map(escape).join("\n"))
+
+/** Runs `effect` with the current console behind `wrap`. */
+export const withConsole = (wrap: (base: Console.Console) => Console.Console) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.console, (base) => Effect.withConsole(effect, wrap(base)))
