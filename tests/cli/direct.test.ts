@@ -200,6 +200,13 @@ describe("toolgate on the SQLite file", () => {
       [["approve", id, ...db, "--policy", f.policyFile, "--args", "\"rm -rf /\""], "--args must be a JSON object"],
       [["extend", id, ...db], "--ttl"],
       [["audit", ...db, "--after", "-1"], "--after must be 0 or more"],
+      [["deny", `${id}\u001b[2J`, ...db], "the id must not contain control characters, got \"" + id + "\\u001b[2J\""],
+      [["deny", id, ...db, "--actor", "ana\u001b[8m"], "--actor must not contain control characters"],
+      [["deny", id, ...db, "--actor", " "], "--actor must not be blank"],
+      [["extend", id, ...db, "--ttl", "1s\u001b]0;x\u0007\napproved"], "got \"1s\\u001b]0;x\\u0007\\napproved\""],
+      [["pending", "--server", "ftp://example.com"], "--server must be an http:// or https:// URL"],
+      [["pending", "--server", "not a url"], "--server must be an http:// or https:// URL"],
+      [["serve", ...db, "--port", "70000"], "--port must be from 0 to 65535"],
       [["approve", ...db], "id"],
       [["pending", "--db", `${f.dir}/typo.db`], `no database at ${f.dir}/typo.db: give the file your agents use with --db`],
       [["frobnicate"], "Invalid subcommand"],
@@ -210,6 +217,7 @@ describe("toolgate on the SQLite file", () => {
       expect({ args: cases[i]![0], code: result.code }).toEqual({ args: cases[i]![0], code: 2 })
       expect(result.stderr).toContain(cases[i]![1])
       expect(result.stderr).not.toContain("    at ")
+      expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
     })
     expect((await run(f.gate.getRequest(id))).status).toBe("pending")
   })

@@ -60,12 +60,12 @@ describe("control characters in what toolgate prints", () => {
     expect(JSON.parse(json.stdout)[0].toolCall).toMatchObject(hostile)
 
     const reason = "no\u001b[1A\u001b[2K\napproved by ana"
-    const denied = await toolgate(["deny", id, ...db, "--actor", "ana\u001b[8m", "--reason", reason])
+    const denied = await toolgate(["deny", id, ...db, "--actor", "ana", "--reason", reason])
     expect(denied.code).toBe(0)
     clean(denied)
     expect(lines(denied.stdout)).toHaveLength(1)
     expect(denied.stdout).toStartWith(`denied ${id} (deploy`)
-    expect(denied.stdout).toContain("by ana\\u001b[8m: no\\u001b[1A\\u001b[2K\\napproved by ana")
+    expect(denied.stdout).toContain("by ana: no\\u001b[1A\\u001b[2K\\napproved by ana")
 
     const audit = await toolgate(["audit", ...db])
     clean(audit)
@@ -76,7 +76,7 @@ describe("control characters in what toolgate prints", () => {
     clean(events)
     const parsed = lines(events.stdout).map((line) => JSON.parse(line))
     expect(parsed[0].toolName.toLowerCase()).toBe(hostile.name.toLowerCase())
-    expect(parsed[1]).toMatchObject({ type: "approval.resolved", reason, actor: "ana\u001b[8m" })
+    expect(parsed[1]).toMatchObject({ type: "approval.resolved", reason, actor: "ana" })
   })
 
   test("a session key with escapes: pending, approve --session and approvals list", async () => {

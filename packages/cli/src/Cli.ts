@@ -153,7 +153,8 @@ const report = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
   })
 }
 
-const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
+// Usage errors quote the command line, which may hold text pasted from a model: one escaped line.
+const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(Terminal.escape(message)))
 
 // Options ----------------------------------------------------------------------------------------
 
@@ -181,6 +182,7 @@ const target = {
     Options.withPseudoName("URL"),
     Options.withDescription("a toolgate server's URL, instead of the file (env TOOLGATE_SERVER)"),
     Options.withFallbackConfig(Config.string("TOOLGATE_SERVER")),
+    Options.mapEffect((text) => Either.mapLeft(serverUrl(text), invalid)),
     Options.optional
   ),
   token: Options.redacted("token").pipe(
@@ -192,6 +194,7 @@ const target = {
   actor: Options.text("actor").pipe(
     Options.withPseudoName("NAME"),
     Options.withDescription("who answers, on the file (default: the OS user); a server takes it from the token"),
+    Options.mapEffect((text) => Either.mapLeft(Either.flatMap(nonBlank("--actor")(text), printable("--actor")), ValidationError.invalidValue)),
     Options.optional
   )
 }
@@ -210,8 +213,27 @@ const json = Options.boolean("json").pipe(Options.withDescription("print JSON (t
 // from failing while encoding its URL.
 const nonBlank = (what: string) => (text: string): Either.Either<string, HelpDoc.HelpDoc> =>
   text.trim() === "" || text.trim() !== text
-    ? Either.left(HelpDoc.p(`${what} must not be blank or start or end with spaces, got "${text}"`))
+    ? Either.left(HelpDoc.p(`${what} must not be blank or start or end with spaces, got "${Terminal.escape(text)}"`))
     : Either.right(text)
+
+// What the gate makes (request and session approval ids) and who answers (recorded in the audit
+// log) never holds a control character; one pasted in is refused rather than sent or stored.
+const printable = (what: string) => (text: string): Either.Either<string, HelpDoc.HelpDoc> =>
+  Terminal.escape(text) === text
+    ? Either.right(text)
+    : Either.left(HelpDoc.p(`${what} must not contain control characters, got "${Terminal.escape(text)}"`))
+
+const serverUrl = (text: string): Either.Either<string, string> =>
+  Either.try(() => new URL(text)).pipe(
+    Either.filterOrLeft(
+      (url) => (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === "",
+      () => undefined
+    ),
+    Either.mapBoth({
+      onLeft: () => `--server must be an http:// or https:// URL (the server's base), got "${text}"`,
+      onRight: () => text
+    })
+  )
 
 const sessionKey = (description: string) =>
   Options.text("session").pipe(
@@ -221,7 +243,10 @@ const sessionKey = (description: string) =>
   )
 
 const idArg = (description: string) =>
-  Args.text({ name: "id" }).pipe(Args.withDescription(description), Args.mapEffect(nonBlank("the id")))
+  Args.text({ name: "id" }).pipe(
+    Args.withDescription(description),
+    Args.mapEffect((text) => Either.flatMap(nonBlank("the id")(text), printable("the id")))
+  )
 
 /** The options and argument of every command that acts on one request. */
 const onRequest = { ...target, json, id: idArg("the request id (req_...)") }
@@ -571,6 +596,9 @@ const serve = Command.make(
     port: Options.integer("port").pipe(
       Options.withPseudoName("PORT"),
       Options.withDescription("0 picks a free port"),
+      Options.mapEffect((port) =>
+        port >= 0 && port <= 65535 ? Either.right(port) : Either.left(invalid(`--port must be from 0 to 65535, got ${port}`))
+      ),
       Options.withDefault(7070)
     ),
     host: Options.text("host").pipe(
