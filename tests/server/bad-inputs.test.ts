@@ -86,6 +86,8 @@ const wrongTypes: ReadonlyArray<Row> = [
   { input: "sessionTtlMs beyond a year", method: "POST", path: respond, options: { body: { decision: "approve_session", sessionTtlMs: 365 * 86_400_000 + 1 } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["sessionTtlMs"] } },
   { input: "limit=0", method: "GET", path: () => "/audit?limit=0", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"] } },
   { input: "limit=abc", method: "GET", path: () => "/audit?limit=abc", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"] } },
+  { input: "since=Infinity", method: "GET", path: () => "/audit?since=Infinity", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["since"] } },
+  { input: "until=NaN", method: "GET", path: () => "/audit?until=NaN", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["until"] } },
   { input: "outcome=maybe", method: "GET", path: () => "/audit?outcome=maybe", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["outcome"] } },
   { input: "afterSeq=-1", method: "GET", path: () => "/audit/stream?afterSeq=-1", expected: { status: 400, tag: "HttpApiDecodeError", paths: ["afterSeq"] } },
   { input: "Last-Event-ID: abc", method: "GET", path: () => "/audit/stream", options: { headers: { "last-event-id": "abc" } }, expected: { status: 400, tag: "HttpApiDecodeError", paths: ["last-event-id"] } },

@@ -117,7 +117,11 @@ const SeqParam = Schema.NumberFromString.pipe(
   Schema.nonNegative(),
   Schema.annotations({ description: "an audit sequence number (`seq`)" })
 )
-const TimeParam = Schema.NumberFromString.pipe(Schema.annotations({ description: "milliseconds since the epoch" }))
+// NumberFromString alone reads "Infinity" and "NaN"
+const TimeParam = Schema.NumberFromString.pipe(
+  Schema.finite(),
+  Schema.annotations({ description: "milliseconds since the epoch" })
+)
 
 const streamFilters = {
   afterSeq: Schema.optional(SeqParam),
