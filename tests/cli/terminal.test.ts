@@ -6,8 +6,10 @@
  * with the same values. On the SQLite file, against `toolgate serve`, and against a hostile server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Console, Effect, FastCheck as fc } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import * as Terminal from "../../packages/cli/src/internal/terminal.js"
 import { type Fixture, fixture, type Result, start, toolgate, toolgateHere } from "./support/cli.js"
 
 /** Every policy decision asks a human, so any tool name makes a pending request. */
@@ -166,5 +168,53 @@ describe("against servers", () => {
     } finally {
       stub.stop(true)
     }
+  })
+})
+
+describe("the output boundary (internal/terminal.ts)", () => {
+  /** Strings rich in what a terminal acts on, mixed with ordinary and astral text. */
+  const hostileText = fc.array(
+    fc.oneof(
+      fc.string({ unit: "binary" }),
+      fc.constantFrom("\n", "\r", "\u001b[2J", "\u001b]0;x\u0007", "\u009b31m", "\u007f", "\u202e", "\u2066", "\u0000", "\\n")
+    )
+  ).map((parts) => parts.join(""))
+
+  test("escape: no control character is left, and text without one is unchanged", () => {
+    const anyControl = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+    fc.assert(fc.property(hostileText, (text) => {
+      const escaped = Terminal.escape(text)
+      expect(escaped).not.toMatch(anyControl)
+      expect(escaped === text).toBe(!anyControl.test(text))
+    }))
+  })
+
+  test("json: valid JSON with the same values, and no control character outside the indentation's line breaks", () => {
+    const value = fc.dictionary(hostileText, fc.oneof(hostileText, fc.array(hostileText), fc.integer()))
+    fc.assert(fc.property(value, fc.constantFrom(0, 2), (object, indent) => {
+      const text = Terminal.json(object, indent)
+      expect(text).not.toMatch(raw)
+      if (indent === 0) expect(text).not.toContain("\n")
+      expect(JSON.parse(text)).toEqual(object)
+    }))
+  })
+
+  test("Effect's loggers, which write through the console's unsafe side, are escaped too", async () => {
+    const written: Array<string> = []
+    const base = Effect.runSync(Effect.console)
+    const capture = (...values: ReadonlyArray<unknown>) => void written.push(values.join(" "))
+    const captured: Console.Console = {
+      ...base,
+      unsafe: { ...base.unsafe, log: capture, error: capture, info: capture, warn: capture, debug: capture }
+    }
+    await Effect.runPromise(
+      Effect.logWarning("store failed\napproved req_1\u001b[2J").pipe(
+        Terminal.withConsole(Terminal.lines),
+        Effect.withConsole(captured)
+      )
+    )
+    expect(written).toHaveLength(1)
+    expect(written[0]).toContain("store failed\\napproved req_1\\u001b[2J")
+    expect(written[0]).not.toMatch(/[\u0000-\u001f]/)
   })
 })

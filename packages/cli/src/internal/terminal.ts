@@ -37,13 +37,23 @@ const styling = /\u001b\[[0-9;]*m/g
 
 const mapText = (base: Console.Console, f: (text: string) => string): Console.Console => {
   const text = (values: ReadonlyArray<unknown>) => values.map((value) => (typeof value === "string" ? f(value) : value))
+  const unsafe = base.unsafe
   return {
     ...base,
     log: (...values) => base.log(...text(values)),
     error: (...values) => base.error(...text(values)),
     info: (...values) => base.info(...text(values)),
     warn: (...values) => base.warn(...text(values)),
-    debug: (...values) => base.debug(...text(values))
+    debug: (...values) => base.debug(...text(values)),
+    // Effect's loggers write through `unsafe` (`serve` logs what the store and the platform report)
+    unsafe: {
+      ...unsafe,
+      log: (...values) => unsafe.log(...text(values)),
+      error: (...values) => unsafe.error(...text(values)),
+      info: (...values) => unsafe.info(...text(values)),
+      warn: (...values) => unsafe.warn(...text(values)),
+      debug: (...values) => unsafe.debug(...text(values))
+    }
   }
 }
 
