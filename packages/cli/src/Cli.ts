@@ -4,7 +4,9 @@
  * policies and run the demo. Every command that reads or answers works on the SQLite file
  * (`--db`) or against a server (`--server` with `--token`), through the `Backend` service.
  *
- * Failures print one line on stderr and end with a distinct exit code (`ExitCode`).
+ * Failures print one line on stderr and end with a distinct exit code (`ExitCode`). Everything
+ * printed passes one output boundary (`internal/terminal.ts`): a control character that a model,
+ * an approver or a server put in a value is shown escaped, never sent to the terminal.
  *
  * @example
  * import { NodeContext, NodeRuntime } from "@effect/platform-node"
@@ -194,7 +196,7 @@ const target = {
   actor: Options.text("actor").pipe(
     Options.withPseudoName("NAME"),
     Options.withDescription("who answers, on the file (default: the OS user); a server takes it from the token"),
-    Options.mapEffect((text) => Either.mapLeft(Either.flatMap(nonBlank("--actor")(text), printable("--actor")), ValidationError.invalidValue)),
+    Options.mapEffect((text) => Either.mapLeft(name("--actor")(text), ValidationError.invalidValue)),
     Options.optional
   )
 }
@@ -223,6 +225,8 @@ const printable = (what: string) => (text: string): Either.Either<string, HelpDo
     ? Either.right(text)
     : Either.left(HelpDoc.p(`${what} must not contain control characters, got "${Terminal.escape(text)}"`))
 
+const name = (what: string) => (text: string) => Either.flatMap(nonBlank(what)(text), printable(what))
+
 const serverUrl = (text: string): Either.Either<string, string> =>
   Either.try(() => new URL(text)).pipe(
     Either.filterOrLeft(
@@ -245,7 +249,7 @@ const sessionKey = (description: string) =>
 const idArg = (description: string) =>
   Args.text({ name: "id" }).pipe(
     Args.withDescription(description),
-    Args.mapEffect((text) => Either.flatMap(nonBlank("the id")(text), printable("the id")))
+    Args.mapEffect(name("the id"))
   )
 
 /** The options and argument of every command that acts on one request. */
