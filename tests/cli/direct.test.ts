@@ -205,6 +205,8 @@ describe("toolgate on the SQLite file", () => {
       [["deny", id, ...db, "--actor", " "], "--actor must not be blank"],
       [["extend", id, ...db, "--ttl", "1s\u001b]0;x\u0007\napproved"], "got \"1s\\u001b]0;x\\u0007\\napproved\""],
       [["pending", "--server", "ftp://example.com"], "--server must be an http:// or https:// URL"],
+      // @effect/cli's own message quotes the value: one escaped line, no forged second line
+      [["audit", ...db, "--after", "1\napproved req_1 by ana\u001b[2K"], "'1\\napproved req_1 by ana\\u001b[2K' is not a integer"],
       [["pending", "--server", "not a url"], "--server must be an http:// or https:// URL"],
       [["serve", ...db, "--port", "70000"], "--port must be from 0 to 65535"],
       [["approve", ...db], "id"],
@@ -218,6 +220,7 @@ describe("toolgate on the SQLite file", () => {
       expect(result.stderr).toContain(cases[i]![1])
       expect(result.stderr).not.toContain("    at ")
       expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
     })
     expect((await run(f.gate.getRequest(id))).status).toBe("pending")
   })

@@ -10,8 +10,8 @@
  *   an escape (`\n`, `\u001b`);
  * - `--json` output is JSON text whose strings escape those characters (`JSON.stringify` leaves
  *   DEL, C1 and bidi controls raw), so it stays valid JSON, one line per `Console.log`;
- * - @effect/cli's own help and usage errors (which quote the command line) print through `docs`:
- *   their line breaks are kept and their styling dropped, every other control character escaped.
+ * - @effect/cli's own output prints through `docs`, its styling dropped: help (on stdout) keeps its
+ *   line breaks, usage errors (on stderr, quoting the command line) are one escaped line each.
  */
 import { Console, Effect } from "effect"
 
@@ -35,34 +35,46 @@ export const json = (value: unknown, indent = 2): string =>
 // The styling @effect/cli's help renders (Select Graphic Rendition sequences).
 const styling = /\u001b\[[0-9;]*m/g
 
-const mapText = (base: Console.Console, f: (text: string) => string): Console.Console => {
-  const text = (values: ReadonlyArray<unknown>) => values.map((value) => (typeof value === "string" ? f(value) : value))
+/** A console whose strings pass `out` (log, info, debug) or `err` (error, warn) on their way. */
+const mapText = (base: Console.Console, out: (text: string) => string, err: (text: string) => string): Console.Console => {
+  const map = (f: (text: string) => string) => (values: ReadonlyArray<unknown>) =>
+    values.map((value) => (typeof value === "string" ? f(value) : value))
+  const [toOut, toErr] = [map(out), map(err)]
   const unsafe = base.unsafe
   return {
     ...base,
-    log: (...values) => base.log(...text(values)),
-    error: (...values) => base.error(...text(values)),
-    info: (...values) => base.info(...text(values)),
-    warn: (...values) => base.warn(...text(values)),
-    debug: (...values) => base.debug(...text(values)),
+    log: (...values) => base.log(...toOut(values)),
+    info: (...values) => base.info(...toOut(values)),
+    debug: (...values) => base.debug(...toOut(values)),
+    error: (...values) => base.error(...toErr(values)),
+    warn: (...values) => base.warn(...toErr(values)),
     // Effect's loggers write through `unsafe` (`serve` logs what the store and the platform report)
     unsafe: {
       ...unsafe,
-      log: (...values) => unsafe.log(...text(values)),
-      error: (...values) => unsafe.error(...text(values)),
-      info: (...values) => unsafe.info(...text(values)),
-      warn: (...values) => unsafe.warn(...text(values)),
-      debug: (...values) => unsafe.debug(...text(values))
+      log: (...values) => unsafe.log(...toOut(values)),
+      info: (...values) => unsafe.info(...toOut(values)),
+      debug: (...values) => unsafe.debug(...toOut(values)),
+      error: (...values) => unsafe.error(...toErr(values)),
+      warn: (...values) => unsafe.warn(...toErr(values))
     }
   }
 }
 
 /** Every string printed is one line, escaped. */
-export const lines = (base: Console.Console): Console.Console => mapText(base, escape)
+export const lines = (base: Console.Console): Console.Console => mapText(base, escape, escape)
 
-/** Multi-line documents (help): line breaks kept, styling dropped, other controls escaped. */
+const plain = (text: string): string => text.replace(styling, "")
+
+/**
+ * @effect/cli's output: help keeps its line breaks; a usage error (one paragraph, which may quote
+ * the command line) is one escaped line. Styling is dropped from both.
+ */
 export const docs = (base: Console.Console): Console.Console =>
-  mapText(base, (text) => text.replace(styling, "").split("\n").map(escape).join("\n"))
+  mapText(
+    base,
+    (text) => plain(text).split("\n").map(escape).join("\n"),
+    (text) => escape(plain(text).replace(/\n+$/, ""))
+  )
 
 /** Runs `effect` with the current console behind `wrap`. */
 export const withConsole = (wrap: (base: Console.Console) => Console.Console) =>
