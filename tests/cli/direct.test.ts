@@ -208,6 +208,8 @@ describe("toolgate on the SQLite file", () => {
       // @effect/cli's own message quotes the value: one escaped line, no forged second line
       [["audit", ...db, "--after", "1\napproved req_1 by ana\u001b[2K"], "'1\\napproved req_1 by ana\\u001b[2K' is not a integer"],
       [["pending", "--server", "not a url"], "--server must be an http:// or https:// URL"],
+      // never quoted: it is a secret (fetch's own complaint about the header quoted it)
+      [["pending", "--server", "http://127.0.0.1:9", "--token", "secret-0123456789\r\nX-Evil: 1"], "--token must be visible ASCII characters"],
       [["serve", ...db, "--port", "70000"], "--port must be from 0 to 65535"],
       [["approve", ...db], "id"],
       [["pending", "--db", `${f.dir}/typo.db`], `no database at ${f.dir}/typo.db: give the file your agents use with --db`],
@@ -221,6 +223,7 @@ describe("toolgate on the SQLite file", () => {
       expect(result.stderr).not.toContain("    at ")
       expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
       expect(result.stderr.trim().split("\n")).toHaveLength(1)
+      expect(result.stderr).not.toContain("secret-0123456789")
     })
     expect((await run(f.gate.getRequest(id))).status).toBe("pending")
   })

@@ -35,7 +35,7 @@ import {
   Exit,
   Layer,
   Option,
-  type Redacted,
+  Redacted,
   Schema,
   Stream
 } from "effect"
@@ -191,6 +191,12 @@ const target = {
     Options.withPseudoName("TOKEN"),
     Options.withDescription("the bearer token for --server (env TOOLGATE_TOKEN)"),
     Options.withFallbackConfig(Config.redacted("TOOLGATE_TOKEN")),
+    // A header cannot carry it otherwise, and fetch's complaint would quote the secret.
+    Options.mapEffect((token) =>
+      /^[\x21-\x7e]+$/.test(Redacted.value(token))
+        ? Either.right(token)
+        : Either.left(invalid("--token must be visible ASCII characters, without spaces or line breaks (not shown)"))
+    ),
     Options.optional
   ),
   actor: Options.text("actor").pipe(
