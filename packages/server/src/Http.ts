@@ -2,7 +2,8 @@
  * The handlers of the approval API, one layer per group, over the `ToolGate` (and, for the audit
  * query, its head and health, the `ApprovalStore`) in context. Handlers are thin: they check what
  * the current principal may do (`Auth.readerFor` / `Auth.approverFor`), call the gate and let
- * domain errors flow out with their status.
+ * domain errors flow out with their status. What a token may not see is answered with the error
+ * for a missing one (`RequestNotFound`, `SessionApprovalNotFound`, `SessionNotFound`).
  *
  * @example
  * import { HttpApiBuilder, HttpServer } from "@effect/platform"
