@@ -16,14 +16,14 @@ import { type Fixture, fixture, type Result, start, toolgate, toolgateHere } fro
 const askEverything = "default: requireApproval\n"
 
 /** A control character a terminal would act on (the line feeds between lines aside). */
-const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
 
 const forged = "approved req_forged (bash {}) by ana"
 
 const hostile = {
   name: `deploy\u001b]0;all approved\u0007\u001b[2J\n${forged}`,
   agentId: "bot\u009b2J\u202eevil",
-  intentId: "ship\u2066x\u2069\r",
+  intentId: "ship\u2066x\u2069\u200f\r",
   args: { command: "ls\u009b31m\u007f\u202e", note: "\u0085next line" }
 }
 
@@ -55,7 +55,7 @@ describe("control characters in what toolgate prints", () => {
     expect(lines(pending.stdout)).toHaveLength(1)
     expect(pending.stdout).toContain(`${id}  hostile  deploy\\u001b]0;all approved\\u0007\\u001b[2J\\n${forged} `)
     expect(pending.stdout).toContain("{\"command\":\"ls\\u009b31m\\u007f\\u202e\",\"note\":\"\\u0085next line\"}")
-    expect(pending.stdout).toContain("agent=bot\\u009b2J\\u202eevil  intent=ship\\u2066x\\u2069\\r")
+    expect(pending.stdout).toContain("agent=bot\\u009b2J\\u202eevil  intent=ship\\u2066x\\u2069\\u200f\\r")
 
     const json = await toolgate(["pending", ...db, "--json"])
     clean(json)
@@ -176,12 +176,12 @@ describe("the output boundary (internal/terminal.ts)", () => {
   const hostileText = fc.array(
     fc.oneof(
       fc.string({ unit: "binary" }),
-      fc.constantFrom("\n", "\r", "\u001b[2J", "\u001b]0;x\u0007", "\u009b31m", "\u007f", "\u202e", "\u2066", "\u0000", "\\n")
+      fc.constantFrom("\n", "\r", "\u001b[2J", "\u001b]0;x\u0007", "\u009b31m", "\u007f", "\u202e", "\u2066", "\u200f", "\u0000", "\\n")
     )
   ).map((parts) => parts.join(""))
 
   test("escape: no control character is left, and text without one is unchanged", () => {
-    const anyControl = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+    const anyControl = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
     fc.assert(fc.property(hostileText, (text) => {
       const escaped = Terminal.escape(text)
       expect(escaped).not.toMatch(anyControl)

@@ -6,8 +6,8 @@
  * reorders what is read. So nothing reaches the terminal unescaped:
  *
  * - the commands print through `lines`: every string is one line, and every control character in
- *   it (C0 with newline and ESC, DEL, C1 with U+009B CSI, bidi overrides and isolates) is shown as
- *   an escape (`\n`, `\u001b`);
+ *   it (C0 with newline and ESC, DEL, C1 with U+009B CSI, bidi overrides, isolates and marks) is
+ *   shown as an escape (`\n`, `\u001b`);
  * - `--json` output is JSON text whose strings escape those characters (`JSON.stringify` leaves
  *   DEL, C1 and bidi controls raw), so it stays valid JSON, one line per `Console.log`;
  * - @effect/cli's own output prints through `docs`, its styling dropped: help (on stdout) keeps its
@@ -15,8 +15,10 @@
  */
 import { Console, Effect } from "effect"
 
-const controls = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
-const jsonRaw = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+// C0, DEL, C1; bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the invisible
+// bidi marks (U+061C, U+200E, U+200F), which reorder what is read without showing.
+const controls = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+const jsonRaw = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 const short: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
 
 const unicodeEscape = (char: string): string => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`
