@@ -20,11 +20,13 @@ const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u
 
 const forged = "approved req_forged (bash {}) by ana"
 
+// The core refuses C0 and C1 controls in ids and tool names, not bidi controls: those carry bidi
+// controls; arguments (and reasons, below) carry everything.
 const hostile = {
-  name: `deploy\u001b]0;all approved\u0007\u001b[2J\n${forged}`,
-  agentId: "bot\u009b2J\u202eevil",
-  intentId: "ship\u2066x\u2069\u200f\r",
-  args: { command: "ls\u009b31m\u007f\u202e", note: "\u0085next line" }
+  name: "deploy\u202e\u2066lanoisivorp",
+  agentId: "bot\u202eevil\u200f",
+  intentId: "ship\u2066x\u2069\u061c",
+  args: { command: `ls\u009b2J\u007f\u202e\u001b]0;all approved\u0007\n${forged}`, note: "\u0085next line" }
 }
 
 /** Output with no raw control character, each line one the CLI meant to print. */
@@ -53,9 +55,11 @@ describe("control characters in what toolgate prints", () => {
     expect(pending.code).toBe(0)
     clean(pending)
     expect(lines(pending.stdout)).toHaveLength(1)
-    expect(pending.stdout).toContain(`${id}  hostile  deploy\\u001b]0;all approved\\u0007\\u001b[2J\\n${forged} `)
-    expect(pending.stdout).toContain("{\"command\":\"ls\\u009b31m\\u007f\\u202e\",\"note\":\"\\u0085next line\"}")
-    expect(pending.stdout).toContain("agent=bot\\u009b2J\\u202eevil  intent=ship\\u2066x\\u2069\\u200f\\r")
+    expect(pending.stdout).toContain(`${id}  hostile  deploy\\u202e\\u2066lanoisivorp `)
+    expect(pending.stdout).toContain(
+      `{"command":"ls\\u009b2J\\u007f\\u202e\\u001b]0;all approved\\u0007\\n${forged}","note":"\\u0085next line"}`
+    )
+    expect(pending.stdout).toContain("agent=bot\\u202eevil\\u200f  intent=ship\\u2066x\\u2069\\u061c")
 
     const json = await toolgate(["pending", ...db, "--json"])
     clean(json)
@@ -81,12 +85,12 @@ describe("control characters in what toolgate prints", () => {
     expect(parsed[1]).toMatchObject({ type: "approval.resolved", reason, actor: "ana" })
   })
 
-  test("a session key with escapes: pending, approve --session and approvals list", async () => {
-    const sessionKey = "s\u001b[1A\u001b[2K\u009b1;1H\napproved"
-    const id = await f.pause({ id: "c1", name: "bash", sessionKey, args: { command: "ls" } })
+  test("a session key with bidi controls: pending, approve --session and approvals list", async () => {
+    const sessionKey = "s\u202e\u2066evil\u2069\u200f"
+    const id = await f.pause({ id: "c1", name: "bash", sessionKey, args: { command: "ls\u009b2J" } })
     const pending = await toolgateHere(["pending", ...db, "--session", sessionKey])
     clean(pending)
-    expect(lines(pending.stdout)).toEqual([expect.stringContaining(`${id}  s\\u001b[1A\\u001b[2K\\u009b1;1H\\napproved  bash`)])
+    expect(lines(pending.stdout)).toEqual([expect.stringContaining(`${id}  s\\u202e\\u2066evil\\u2069\\u200f  bash`)])
 
     const approved = await toolgate(["approve", id, ...db, "--actor", "ana", "--session"])
     expect(approved.code).toBe(0)
@@ -106,7 +110,7 @@ describe("control characters in what toolgate prints", () => {
       await f.pause({ id: "c1", sessionKey: "followed", ...hostile })
       const line = await follow.line(/approval\.requested/)
       expect(line).not.toMatch(raw)
-      expect(line).toContain("tool=deploy\\u001b]0;all approved\\u0007\\u001b[2J\\napproved req_forged")
+      expect(line).toContain("tool=deploy\\u202e\\u2066lanoisivorp")
       expect(follow.lines.some((text) => text.startsWith(forged))).toBe(false)
     } finally {
       expect(await follow.stop()).toBe(0)
@@ -128,7 +132,7 @@ describe("against servers", () => {
       const pending = await toolgate(["pending", ...remote, "--session", "served"])
       clean(pending)
       expect(lines(pending.stdout)).toHaveLength(1)
-      expect(pending.stdout).toContain(`${id}  served  deploy\\u001b]0;all approved`)
+      expect(pending.stdout).toContain(`${id}  served  deploy\\u202e\\u2066lanoisivorp`)
       const json = await toolgateHere(["pending", ...remote, "--session", "served", "--json"])
       clean(json)
       expect(JSON.parse(json.stdout)[0].toolCall).toMatchObject(hostile)
