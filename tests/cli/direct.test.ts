@@ -153,12 +153,25 @@ describe("toolgate on the SQLite file", () => {
     const id = await f.pause(bash("edit", "c1"))
     const edited = await toolgateJson(["approve", id, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"echo safer\"}"])
     expect(edited).toMatchObject({ status: "approved", resolution: { editedArgs: { command: "echo safer" } } })
+  })
 
-    const id2 = await f.pause(bash("edit", "c2"))
-    const refused = await toolgate(["approve", id2, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"rm -rf /\"}"])
-    expect(refused.code).toBe(0)
-    expect(refused.stdout).toContain(`denied ${id2}`)
-    expect(refused.stdout).toContain("edited arguments are denied by policy rule no-rm: never delete")
+  test("an edit the policy denies: \"denied by policy\" and exit 9, so a script checking $? never reads it as approved", async () => {
+    const id = await f.pause(bash("edit", "c3"))
+    const refused = await toolgate(["approve", id, ...db, "--actor", "ana", "--policy", f.policyFile, "--args", "{\"command\":\"rm -rf /\"}"])
+    expect(refused.code).toBe(9)
+    expect(refused.stdout.trim()).toBe(
+      `denied by policy ${id} (bash {"command":"echo c3"}): the edited arguments {"command":"rm -rf /"} from ana were refused: ` +
+        "edited arguments are denied by policy rule no-rm: never delete"
+    )
+    expect(refused.stderr).toBe("")
+    const request = await run(f.gate.getRequest(id))
+    expect(request.status).toBe("denied")
+    expect(request.resolution?.deniedBy).toBe("policy")
+
+    const id2 = await f.pause(bash("edit", "c4"))
+    const json = await toolgate(["approve", id2, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"rm -rf /\"}", "--json"])
+    expect(json.code).toBe(9)
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: "denied", resolution: { deniedBy: "policy", decision: "approve_once" } })
   })
 
   test("bad inputs: each a one-line message and exit 2, nothing applied (two as processes, the table in this process)", async () => {
@@ -172,10 +185,32 @@ describe("toolgate on the SQLite file", () => {
       [["approve", id, ...db, "--session", "--session-ttl", "whenever"], "--session-ttl: expected a duration"],
       [["approve", id, ...db, "--session", "--scope", "everything"], "Expected one of the following cases: exact, tool"],
       [["extend", id, ...db, "--ttl", "soon"], "--ttl: expected a duration such as 90s, 10m, 2h"],
-      [["extend", id, ...db, "--ttl", "0s"], "--ttl: must be more than 0"],
-      [["extend", id, ...db, "--ttl", "90d"], "--ttl: must be more than 0 and at most 24d 20h"],
+      [["extend", id, ...db, "--ttl", "0s"], "--ttl: must be a whole number of milliseconds from 1 ms to a year"],
+      [["extend", id, ...db, "--ttl", "366d"], "--ttl: must be a whole number of milliseconds from 1 ms to a year"],
+      [["extend", id, ...db, "--ttl", "99999999999999999999999999d"], "--ttl: must be a whole number"],
+      [["extend", id, ...db, "--ttl", "0.5ms"], "--ttl: must be a whole number"],
+      [["extend", id, ...db, "--ttl", "Infinity s"], "--ttl: expected a duration"],
+      [["extend", id, ...db, "--ttl", "1e400s"], "--ttl: expected a duration"],
+      [["extend", id, ...db, "--ttl", "-5m"], "--ttl: expected a duration"],
+      [["approve", id, ...db, "--session", "--session-ttl", "400d"], "--session-ttl: must be a whole number"],
+      [["approve", id, ...db, "--session", "--session-ttl", "0ms"], "--session-ttl: must be a whole number"],
+      [["approve", id, ...db, "--policy", f.policyFile, "--args", `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`], "--args"],
+      [["approve", id, ...db, "--policy", f.policyFile, "--args", "{\"__proto__\":{\"x\":1}}"], "--args are not acceptable arguments"],
+      [["approve", id, ...db, "--policy", f.policyFile, "--args", "null"], "--args must be a JSON object"],
+      [["approve", id, ...db, "--policy", f.policyFile, "--args", "\"rm -rf /\""], "--args must be a JSON object"],
       [["extend", id, ...db], "--ttl"],
       [["audit", ...db, "--after", "-1"], "--after must be 0 or more"],
+      [["deny", `${id}\u001b[2J`, ...db], "the id must not contain control characters, got \"" + id + "\\u001b[2J\""],
+      [["deny", id, ...db, "--actor", "ana\u001b[8m"], "--actor must not contain control characters"],
+      [["deny", id, ...db, "--actor", " "], "--actor must not be blank"],
+      [["extend", id, ...db, "--ttl", "1s\u001b]0;x\u0007\napproved"], "got \"1s\\u001b]0;x\\u0007\\napproved\""],
+      [["pending", "--server", "ftp://example.com"], "--server must be an http:// or https:// URL"],
+      // @effect/cli's own message quotes the value: one escaped line, no forged second line
+      [["audit", ...db, "--after", "1\napproved req_1 by ana\u001b[2K"], "'1\\napproved req_1 by ana\\u001b[2K' is not a integer"],
+      [["pending", "--server", "not a url"], "--server must be an http:// or https:// URL"],
+      // never quoted: it is a secret (fetch's own complaint about the header quoted it)
+      [["pending", "--server", "http://127.0.0.1:9", "--token", "secret-0123456789\r\nX-Evil: 1"], "--token must be visible ASCII characters"],
+      [["serve", ...db, "--port", "70000"], "--port must be from 0 to 65535"],
       [["approve", ...db], "id"],
       [["pending", "--db", `${f.dir}/typo.db`], `no database at ${f.dir}/typo.db: give the file your agents use with --db`],
       [["frobnicate"], "Invalid subcommand"],
@@ -186,6 +221,9 @@ describe("toolgate on the SQLite file", () => {
       expect({ args: cases[i]![0], code: result.code }).toEqual({ args: cases[i]![0], code: 2 })
       expect(result.stderr).toContain(cases[i]![1])
       expect(result.stderr).not.toContain("    at ")
+      expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
+      expect(result.stderr).not.toContain("secret-0123456789")
     })
     expect((await run(f.gate.getRequest(id))).status).toBe("pending")
   })

@@ -81,16 +81,17 @@ describe("toolgate against a server", () => {
     expect(json).toMatchObject({ status: "denied", resolution: { reason: "from env", respondedBy: "ana" } })
   })
 
-  test("tokens: none or unknown exits 6, wrong role or another session's exits 7; nothing is applied", async () => {
+  test("tokens: none or unknown exits 6, wrong role exits 7, another session's is not found (3); nothing is applied", async () => {
     const id = await f.pause(bash("srv-auth", "c1"))
     const cases: Array<[Array<string>, number, string]> = [
       [["approve", id, "--server", url], 6, "toolgate: Missing bearer token: send the header Authorization: Bearer <token>"],
       [["approve", id, "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"],
       [["pending", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"],
       [["approve", id, ...as("auditor")], 7, "toolgate: Token \"audit-bot\" has the auditor role; answering needs the approver role"],
-      [["approve", id, ...as("teamA")], 7, "toolgate: Token \"alice\" is limited to sessions team-a-*; session srv-auth is outside them"],
-      [["pending", ...as("teamA"), "--session", "srv-auth"], 7, "session srv-auth is outside them"],
-      [["audit", "--follow", ...as("teamA"), "--session", "srv-auth"], 7, "session srv-auth is outside them"],
+      // to a token limited to team-a-*, srv-auth and its requests do not exist
+      [["approve", id, ...as("teamA")], 3, `toolgate: No approval request with id ${id}`],
+      [["pending", ...as("teamA"), "--session", "srv-auth"], 3, "toolgate: No such session"],
+      [["audit", "--follow", ...as("teamA"), "--session", "srv-auth"], 3, "toolgate: No such session"],
       [["audit", "--follow", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"]
     ]
     // the first three as processes, the rest in this process
@@ -127,6 +128,9 @@ describe("toolgate against a server", () => {
       const [args, message] of [
         [["approve", id, "--args", "{oops"], "--args is not valid JSON"],
         [["extend", id, "--ttl", "forever"], "--ttl: expected a duration"],
+        [["extend", id, "--ttl", "400d"], "--ttl: must be a whole number of milliseconds from 1 ms to a year"],
+        [["approve", id, "--session", "--session-ttl", "0.1ms"], "--session-ttl: must be a whole number"],
+        [["approve", id, "--args", "{\"__proto__\":{}}"], "--args are not acceptable arguments"],
         [["deny", " "], "the id must not be blank"],
         [["pending", "--session", ""], "--session must not be blank"]
       ] as const
@@ -139,8 +143,16 @@ describe("toolgate against a server", () => {
 
   test("an edit is judged by the server's policy; extend; session approvals listed, revoked, cleared", async () => {
     const id = await f.pause(bash("srv-edit", "c1"))
-    const refused = await toolgateJson(["approve", id, ...as("approver"), "--args", "{\"command\":\"rm -rf /\"}"])
-    expect(refused).toMatchObject({ status: "denied", resolution: { reason: expect.stringContaining("no-rm") } })
+    const refused = await toolgate(["approve", id, ...as("approver"), "--args", "{\"command\":\"rm -rf /\"}", "--json"])
+    // the policy's denial, not an approval: a script checking $? must not go on
+    expect(refused.code).toBe(9)
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      status: "denied",
+      resolution: { deniedBy: "policy", reason: expect.stringContaining("no-rm") }
+    })
+    const again = await toolgate(["approve", id, ...as("approver"), "--args", "{\"command\":\"rm -rf /\"}"])
+    expect(again.code).toBe(9)
+    expect(again.stdout).toStartWith(`denied by policy ${id} (bash {"command":"echo c1"}): the edited arguments {"command":"rm -rf /"} from ana were refused`)
 
     const id2 = await f.pause(bash("srv-edit", "c2"))
     const extended = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "1h"])

@@ -75,6 +75,33 @@ describe("HTTP approval API", () => {
       expect(yield* Fiber.join(waiter)).toBe("rm -rf build/tmp")
     }))
 
+  it.live("an edit the policy denies: 200 with the request denied by the policy (deniedBy), the waiter denied", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const waiter = yield* Effect.fork(Effect.either(
+        server.gate.gate(bash("s1", "c1", "uptime"), (allowed) => Effect.succeed(allowed.call.args.command))
+      ))
+      const [request] = yield* awaitPending(server)
+      const reply = yield* server.request("POST", `/approvals/${request!.requestId}/respond`, {
+        body: { decision: "approve_once", editedArgs: { command: "shutdown now" } }
+      })
+      expect(reply.status).toBe(200)
+      expect(reply.json).toMatchObject({
+        status: "denied",
+        resolution: {
+          status: "denied",
+          decision: "approve_once",
+          deniedBy: "policy",
+          respondedBy: "ana",
+          editedArgs: { command: "shutdown now" },
+          reason: expect.stringContaining("no-shutdown")
+        }
+      })
+      expect((yield* server.request("GET", `/approvals/${request!.requestId}`)).json.resolution.deniedBy).toBe("policy")
+      const outcome = yield* Fiber.join(waiter)
+      expect(Either.isLeft(outcome) && outcome.left._tag).toBe("ToolDenied")
+    }))
+
   it.live("deny with a reason: the waiter fails with ToolDenied carrying it", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

@@ -138,10 +138,9 @@ describe("roles and session patterns over HTTP", () => {
 
       const pending = yield* server.request("GET", "/approvals/pending", { token: "teamA" })
       expect(pending.json.map((r: { requestId: string }) => r.requestId)).toEqual([a])
-      // every endpoint's 403 for team-b-1 is in the bad-inputs table
+      // every endpoint's 404 for team-b-1 is in the bad-inputs table
       const refused = yield* server.request("POST", `/approvals/${b}/respond`, { token: "teamA", body: { decision: "approve_once" } })
-      expect(refused.status).toBe(403)
-      expect(refused.json.message).toBe("Token \"alice\" is limited to sessions team-a-*; session team-b-1 is outside them")
+      expect(refused.status).toBe(404)
       expect((yield* server.gate.getRequest(b)).status).toBe("pending")
       expect(yield* server.gate.hasApproval("bash", "team-b-1")).toBe(true)
 
@@ -155,6 +154,43 @@ describe("roles and session patterns over HTTP", () => {
       expect(audit.json.every((e: { sessionKey?: string }) => e.sessionKey?.startsWith("team-a-"))).toBe(true)
       const everything = yield* server.request("GET", "/audit", { token: "auditor" })
       expect(everything.json.some((e: { sessionKey?: string }) => e.sessionKey === undefined)).toBe(true)
+    }))
+
+  it.live("a limited token cannot tell another session's request, approval or session from a missing one", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const hidden = yield* paused(server.gate, bash("team-b-1", "c1"))
+      yield* server.gate.recordApproval("bash", "team-b-1", true)
+      const [grant] = yield* server.gate.sessionApprovals("team-b-1")
+      const missing = { request: "req_0000000000000000missing", grant: "sa_0000000000000000missing" }
+      /** The same call on what exists in team-b-1 and on what exists nowhere: status and body alike. */
+      const same = (method: string, path: (ids: { request: string; grant: string; session: string }) => string, body?: unknown) =>
+        Effect.gen(function*() {
+          const there = yield* server.request(method, path({ request: hidden, grant: grant!.id, session: "team-b-1" }), { token: "teamA", body })
+          const nowhere = yield* server.request(method, path({ ...missing, session: "team-b-nobody" }), { token: "teamA", body })
+          expect(there.status).toBe(404)
+          expect(nowhere.status).toBe(404)
+          const anonymous = (text: string) =>
+            text.replaceAll(hidden, "ID").replaceAll(grant!.id, "ID").replaceAll(missing.request, "ID").replaceAll(missing.grant, "ID")
+          expect(anonymous(there.text)).toBe(anonymous(nowhere.text))
+          // nothing the caller did not send: not the session, not the token's patterns or name
+          for (const secret of ["team-b-1", "team-a", "alice"]) {
+            if (!path({ request: hidden, grant: grant!.id, session: "team-b-1" }).includes(secret)) expect(there.text).not.toContain(secret)
+          }
+        })
+      yield* same("GET", ({ request }) => `/approvals/${request}`)
+      yield* same("POST", ({ request }) => `/approvals/${request}/respond`, { decision: "approve_once" })
+      yield* same("POST", ({ request }) => `/approvals/${request}/extend`, { ttlMs: 1000 })
+      yield* same("DELETE", ({ grant }) => `/sessions/team-a-1/approvals/${grant}`)
+      yield* same("DELETE", ({ grant, session }) => `/sessions/${session}/approvals/${grant}`)
+      yield* same("GET", ({ session }) => `/sessions/${session}/approvals`)
+      yield* same("DELETE", ({ session }) => `/sessions/${session}/approvals`)
+      yield* same("POST", ({ session }) => `/sessions/${session}/clear`)
+      yield* same("GET", ({ session }) => `/approvals/pending?sessionKey=${session}`)
+      yield* same("GET", ({ session }) => `/audit?sessionKey=${session}`)
+      yield* same("GET", ({ session }) => `/audit/stream?sessionKey=${session}`)
+      expect((yield* server.gate.getRequest(hidden)).status).toBe("pending")
+      expect(yield* server.gate.hasApproval("bash", "team-b-1")).toBe(true)
     }))
 
   it.live("a limited token's audit query pages past other sessions to fill its limit", () =>

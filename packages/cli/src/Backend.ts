@@ -24,7 +24,7 @@ import {
   ToolGate,
   ToolGateError
 } from "@tool-gate/core"
-import type { Auth } from "@tool-gate/server"
+import type { Api, Auth } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, type Option, type Redacted, Schema, type Stream } from "effect"
 import { paged, pageSize } from "./internal/audit.js"
@@ -64,7 +64,9 @@ export type BackendError =
   | ToolGateError.RequestExpired
   | ToolGateError.InvalidResponse
   | ToolGateError.InvalidDuration
+  | ToolGateError.InvalidToolCall
   | ToolGateError.SessionApprovalNotFound
+  | Api.SessionNotFound
   | ToolGateError.PersistenceError
   | Auth.Unauthorized
   | Auth.Forbidden

@@ -4,7 +4,9 @@
  * policies and run the demo. Every command that reads or answers works on the SQLite file
  * (`--db`) or against a server (`--server` with `--token`), through the `Backend` service.
  *
- * Failures print one line on stderr and end with a distinct exit code (`ExitCode`).
+ * Failures print one line on stderr and end with a distinct exit code (`ExitCode`). Everything
+ * printed passes one output boundary (`internal/terminal.ts`): a control character that a model,
+ * an approver or a server put in a value is shown escaped, never sent to the terminal.
  *
  * @example
  * import { NodeContext, NodeRuntime } from "@effect/platform-node"
@@ -20,7 +22,7 @@
  */
 import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
-import { ApprovalRequest, AuditEvent, Policy, SessionApproval, ToolCall, type ToolGateError } from "@tool-gate/core"
+import { ApprovalRequest, AuditEvent, Limits, Policy, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import {
   Cause,
@@ -33,7 +35,7 @@ import {
   Exit,
   Layer,
   Option,
-  type Redacted,
+  Redacted,
   Schema,
   Stream
 } from "effect"
@@ -45,6 +47,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Backend from "./Backend.js"
 import * as Format from "./internal/format.js"
+import * as Terminal from "./internal/terminal.js"
 
 /**
  * The process exit codes, one per kind of failure a script handles differently.
@@ -56,9 +59,9 @@ export const ExitCode = {
   ok: 0,
   /** `policy check` found problems, or `--policy` names an invalid policy */
   policyInvalid: 1,
-  /** a bad command line or input: unknown option, malformed `--args`, bad `--ttl`, a refused answer */
+  /** a bad command line or input: unknown option, malformed `--args`, bad `--ttl` or `--session-ttl`, a refused answer */
   usage: 2,
-  /** no such request or session approval */
+  /** no such request, session approval or session (as far as the token may see) */
   notFound: 3,
   /** the request was already answered differently (HTTP 409) */
   alreadyResolved: 4,
@@ -66,10 +69,12 @@ export const ExitCode = {
   expired: 5,
   /** no token or an unknown one (HTTP 401) */
   unauthorized: 6,
-  /** the token may not do this: auditor role, or a session outside its patterns (HTTP 403) */
+  /** the token may not do this: the auditor role answering (HTTP 403) */
   forbidden: 7,
   /** the database or the server could not be used */
   unavailable: 8,
+  /** `approve --args`: the policy denied the edited arguments, so the request is denied, not approved */
+  policyDenied: 9,
   /** a bug: the report on stderr is worth filing */
   internal: 70
 } as const
@@ -92,10 +97,13 @@ const codeOf = (error: unknown): number => {
       return ExitCode.policyInvalid
     case "InvalidInput":
     case "InvalidResponse":
+    case "InvalidDuration":
+    case "InvalidToolCall":
     case "TokensInvalid":
       return ExitCode.usage
     case "RequestNotFound":
     case "SessionApprovalNotFound":
+    case "SessionNotFound":
       return ExitCode.notFound
     case "AlreadyResolved":
       return ExitCode.alreadyResolved
@@ -128,22 +136,27 @@ export const exitCode = (exit: Exit.Exit<unknown, unknown>): number =>
         : Option.match(Cause.failureOption(cause), { onNone: () => ExitCode.internal, onSome: codeOf })
   })
 
+/** The report of a bug, line by line (each escaped like every other line). */
+const internalError = (cause: Cause.Cause<unknown>) =>
+  Effect.forEach(["toolgate: internal error", ...Cause.pretty(cause).split("\n")], (line) => Console.error(line), {
+    discard: true
+  })
+
 /** One line on stderr per failure; @effect/cli has already printed its own validation errors. */
 const report = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   return Option.match(Cause.failureOption(cause), {
-    onNone: () => Console.error(`toolgate: internal error\n${Cause.pretty(cause)}`),
+    onNone: () => internalError(cause),
     onSome: (error) => {
       if (ValidationError.isValidationError(error) || error instanceof Failed) return Effect.void
       const message = error instanceof Error ? error.message : String(error)
-      return codeOf(error) === ExitCode.internal
-        ? Console.error(`toolgate: internal error\n${Cause.pretty(cause)}`)
-        : Console.error(`toolgate: ${message}`)
+      return codeOf(error) === ExitCode.internal ? internalError(cause) : Console.error(`toolgate: ${message}`)
     }
   })
 }
 
-const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
+// Usage errors quote the command line, which may hold text pasted from a model: one escaped line.
+const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(Terminal.escape(message)))
 
 // Options ----------------------------------------------------------------------------------------
 
@@ -171,17 +184,25 @@ const target = {
     Options.withPseudoName("URL"),
     Options.withDescription("a toolgate server's URL, instead of the file (env TOOLGATE_SERVER)"),
     Options.withFallbackConfig(Config.string("TOOLGATE_SERVER")),
+    Options.mapEffect((text) => Either.mapLeft(serverUrl(text), invalid)),
     Options.optional
   ),
   token: Options.redacted("token").pipe(
     Options.withPseudoName("TOKEN"),
     Options.withDescription("the bearer token for --server (env TOOLGATE_TOKEN)"),
     Options.withFallbackConfig(Config.redacted("TOOLGATE_TOKEN")),
+    // A header cannot carry it otherwise, and fetch's complaint would quote the secret.
+    Options.mapEffect((token) =>
+      /^[\x21-\x7e]+$/.test(Redacted.value(token))
+        ? Either.right(token)
+        : Either.left(invalid("--token must be visible ASCII characters, without spaces or line breaks (not shown)"))
+    ),
     Options.optional
   ),
   actor: Options.text("actor").pipe(
     Options.withPseudoName("NAME"),
     Options.withDescription("who answers, on the file (default: the OS user); a server takes it from the token"),
+    Options.mapEffect((text) => Either.mapLeft(name("--actor")(text), ValidationError.invalidValue)),
     Options.optional
   )
 }
@@ -200,8 +221,29 @@ const json = Options.boolean("json").pipe(Options.withDescription("print JSON (t
 // from failing while encoding its URL.
 const nonBlank = (what: string) => (text: string): Either.Either<string, HelpDoc.HelpDoc> =>
   text.trim() === "" || text.trim() !== text
-    ? Either.left(HelpDoc.p(`${what} must not be blank or start or end with spaces, got "${text}"`))
+    ? Either.left(HelpDoc.p(`${what} must not be blank or start or end with spaces, got "${Terminal.escape(text)}"`))
     : Either.right(text)
+
+// What the gate makes (request and session approval ids) and who answers (recorded in the audit
+// log) never holds a control character; one pasted in is refused rather than sent or stored.
+const printable = (what: string) => (text: string): Either.Either<string, HelpDoc.HelpDoc> =>
+  Terminal.escape(text) === text
+    ? Either.right(text)
+    : Either.left(HelpDoc.p(`${what} must not contain control characters, got "${Terminal.escape(text)}"`))
+
+const name = (what: string) => (text: string) => Either.flatMap(nonBlank(what)(text), printable(what))
+
+const serverUrl = (text: string): Either.Either<string, string> =>
+  Either.try(() => new URL(text)).pipe(
+    Either.filterOrLeft(
+      (url) => (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === "",
+      () => undefined
+    ),
+    Either.mapBoth({
+      onLeft: () => `--server must be an http:// or https:// URL (the server's base), got "${text}"`,
+      onRight: () => text
+    })
+  )
 
 const sessionKey = (description: string) =>
   Options.text("session").pipe(
@@ -211,7 +253,10 @@ const sessionKey = (description: string) =>
   )
 
 const idArg = (description: string) =>
-  Args.text({ name: "id" }).pipe(Args.withDescription(description), Args.mapEffect(nonBlank("the id")))
+  Args.text({ name: "id" }).pipe(
+    Args.withDescription(description),
+    Args.mapEffect(name("the id"))
+  )
 
 /** The options and argument of every command that acts on one request. */
 const onRequest = { ...target, json, id: idArg("the request id (req_...)") }
@@ -219,25 +264,43 @@ const onRequest = { ...target, json, id: idArg("the request id (req_...)") }
 const reason = (description: string) =>
   Options.text("reason").pipe(Options.withPseudoName("TEXT"), Options.withDescription(description), Options.optional)
 
-// Arguments are a JSON object, as the model sent them; anything else is refused before a backend is asked.
+/**
+ * `--args`: a JSON object of arguments, as a model would send them, decoded by the core's schema.
+ * Anything else (not JSON, not an object, values the gate refuses, nesting too deep to walk) is a
+ * usage error before a backend is asked.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const parseArgs = (text: string): Either.Either<ToolCall.ToolArgs, string> =>
+  Either.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: (error) => `--args is not valid JSON: ${(error as Error).message}`
+  }).pipe(
+    Either.flatMap((value) =>
+      typeof value !== "object" || value === null || Array.isArray(value)
+        ? Either.left(`--args must be a JSON object of arguments, got ${text}`)
+        : Either.try({
+          // a stack overflow on absurdly deep nesting is the input's fault, not a bug
+          try: () => Schema.decodeUnknownEither(ToolCall.ToolArgs)(value),
+          catch: () => "--args is nested too deeply"
+        }).pipe(
+          Either.flatMap(Either.mapLeft((error) =>
+            `--args are not acceptable arguments: ${
+              ToolGateError.problemsOf(error).map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join("; ")
+            }`
+          ))
+        )
+    )
+  )
+
 const editedArgs = Options.text("args").pipe(
   Options.withPseudoName("JSON"),
   Options.withDescription("approve with these arguments instead (a JSON object); the policy judges them again"),
-  Options.mapEffect((text) =>
-    Either.try(() => JSON.parse(text) as unknown).pipe(
-      Either.mapLeft((error) => invalid(`--args is not valid JSON: ${(error as Error).message}`)),
-      Either.flatMap((value) =>
-        Either.mapLeft(
-          Schema.decodeUnknownEither(ToolCall.ToolArgs)(value),
-          () => invalid(`--args must be a JSON object of arguments, got ${text}`)
-        )
-      )
-    )
-  ),
+  Options.mapEffect((text) => Either.mapLeft(parseArgs(text), invalid)),
   Options.optional
 )
 
-const maxTtlMs = 2 ** 31 - 1
 const ttlPattern = /^(\d+(?:\.\d+)?)\s*(ms|millis|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?|d|days?)$/i
 
 const unitMillis = (unit: string): number => {
@@ -247,8 +310,9 @@ const unitMillis = (unit: string): number => {
 }
 
 /**
- * A duration option (`--ttl`): `90s`, `10m`, `2h`, `1d`, `500ms`, `10 minutes`, in milliseconds;
- * at most about 24.8 days (the longest timer a runtime keeps, and the server's limit).
+ * A duration option (`--ttl`, `--session-ttl`): `90s`, `10m`, `2h`, `1d`, `500ms`, `10 minutes`,
+ * in milliseconds: a whole number of them from 1 ms to a year (`Limits.TtlMillis`, the bound of
+ * every duration the gate takes).
  *
  * @since 0.1.0
  * @category utils
@@ -258,11 +322,12 @@ export const parseDuration = (flag: string, text: string): Either.Either<number,
   if (match === null) {
     return Either.left(`${flag}: expected a duration such as 90s, 10m, 2h or "10 minutes", got "${text}"`)
   }
-  const millis = Math.round(Number(match[1]) * unitMillis(match[2]!))
-  if (millis <= 0 || millis > maxTtlMs) {
-    return Either.left(`${flag}: must be more than 0 and at most ${Format.duration(maxTtlMs)}, got "${text}"`)
-  }
-  return Either.right(millis)
+  // rounded to a millionth of a millisecond first, so 0.1h is 360000 ms rather than a float's 360000.00000000006
+  const millis = Math.round(Number(match[1]) * unitMillis(match[2]!) * 1e6) / 1e6
+  return Either.mapLeft(
+    Schema.decodeUnknownEither(Limits.TtlMillis)(millis),
+    () => `${flag}: must be a whole number of milliseconds from 1 ms to a year (365d), got "${text}"`
+  )
 }
 
 const duration = (flag: string, description: string) =>
@@ -305,9 +370,12 @@ const backend = (config: Target) =>
       }))
   })
 
-/** Prints `value` as JSON encoded by `schema`, or as text. */
-const print = <A, I>(asJson: boolean, schema: Schema.Schema<A, I>, value: A, text: () => string) =>
-  Console.log(asJson ? JSON.stringify(Schema.encodeSync(schema)(value), null, 2) : text())
+/** Prints each line with its own `Console.log`: the boundary escapes any line break inside one. */
+const printLines = (lines: ReadonlyArray<string>) => Effect.forEach(lines, (line) => Console.log(line), { discard: true })
+
+/** Prints `value` as JSON encoded by `schema`, or as lines of text. */
+const print = <A, I>(asJson: boolean, schema: Schema.Schema<A, I>, value: A, text: () => string | ReadonlyArray<string>) =>
+  asJson ? printLines(Terminal.json(Schema.encodeSync(schema)(value)).split("\n")) : printLines([text()].flat())
 
 const withBackend = <Name extends string, A extends Target, E, R>(
   command: Command.Command<Name, R, E, A>
@@ -326,7 +394,7 @@ const pending = Command.make(
       yield* print(config.json, Schema.Array(ApprovalRequest.ApprovalRequest), requests, () =>
         requests.length === 0
           ? "no pending approvals"
-          : requests.map((request) => Format.pendingLine(request, now)).join("\n"))
+          : requests.map((request) => Format.pendingLine(request, now)))
     })
 ).pipe(
   Command.withDescription("List pending approval requests, oldest first"),
@@ -375,6 +443,8 @@ const approve = Command.make(
         reason: Option.getOrUndefined(config.reason)
       })
       yield* answered(config.json)(request)
+      // an edit the policy denies resolves the request as denied: no script may read that as approved
+      if (request.status !== "approved") return yield* new Failed({ code: ExitCode.policyDenied })
     })
 ).pipe(Command.withDescription("Approve a pending request: once, or for the session"), withBackend)
 
@@ -417,7 +487,7 @@ const approvalsList = Command.make(
       yield* print(config.json, Schema.Array(SessionApproval.SessionApproval), approvals, () =>
         approvals.length === 0
           ? `no session approvals in ${config.session}`
-          : approvals.map((approval) => Format.sessionApprovalLine(approval, now)).join("\n"))
+          : approvals.map((approval) => Format.sessionApprovalLine(approval, now)))
     })
 ).pipe(Command.withDescription("List a session's active session approvals"), withBackend)
 
@@ -483,7 +553,7 @@ const audit = Command.make(
         sessionKey: Option.getOrUndefined(config.session)
       }).pipe(
         Stream.runForEach((event) =>
-          Console.log(config.json ? JSON.stringify(Schema.encodeSync(AuditEvent.AuditEvent)(event)) : Format.auditLine(event))
+          Console.log(config.json ? Terminal.json(Schema.encodeSync(AuditEvent.AuditEvent)(event), 0) : Format.auditLine(event))
         )
       ))
 ).pipe(Command.withDescription("Print the audit log in sequence order; --follow to tail it"), withBackend)
@@ -498,7 +568,7 @@ const policyCheck = Command.make(
       const warnings = Either.match(loaded, { onLeft: () => [], onRight: (policy) => policy.warnings })
       const at = (path: string) => (path === "" ? `${file}:` : `${file}: ${path}:`)
       if (json) {
-        yield* Console.log(JSON.stringify(
+        yield* printLines(Terminal.json(
           {
             file,
             valid: Either.isRight(loaded),
@@ -508,10 +578,8 @@ const policyCheck = Command.make(
             }),
             problems,
             warnings
-          },
-          null,
-          2
-        ))
+          }
+        ).split("\n"))
       } else {
         for (const problem of problems) yield* Console.log(`${at(problem.path)} error: ${problem.message}`)
         for (const warning of warnings) yield* Console.log(`${at(warning.path)} warning (${warning.kind}): ${warning.message}`)
@@ -538,6 +606,9 @@ const serve = Command.make(
     port: Options.integer("port").pipe(
       Options.withPseudoName("PORT"),
       Options.withDescription("0 picks a free port"),
+      Options.mapEffect((port) =>
+        port >= 0 && port <= 65535 ? Either.right(port) : Either.left(invalid(`--port must be from 0 to 65535, got ${port}`))
+      ),
       Options.withDefault(7070)
     ),
     host: Options.text("host").pipe(
@@ -605,7 +676,9 @@ const demo = Command.make("demo", {}, () =>
 const toolgate = Command.make("toolgate", {}, () =>
   Effect.fail(new Backend.InvalidInput({ message: "missing command; see toolgate --help" }))).pipe(
     Command.withDescription("Gate AI-agent tool calls: answer approvals, read the audit log, check policies"),
-    Command.withSubcommands([serve, pending, approve, deny, extend, approvals, audit, policy, demo])
+    Command.withSubcommands([serve, pending, approve, deny, extend, approvals, audit, policy, demo]),
+    // every command prints through the output boundary (internal/terminal.ts)
+    Command.transformHandler(Terminal.withConsole(Terminal.lines))
   )
 
 /**
@@ -625,4 +698,9 @@ const cli = Command.run(toolgate, { name: "toolgate", version: "0.1.0" })
  * @since 0.1.0
  * @category running
  */
-export const run = (argv: ReadonlyArray<string>) => cli(argv).pipe(Effect.tapErrorCause(report))
+export const run = (argv: ReadonlyArray<string>) =>
+  cli(argv).pipe(
+    Effect.tapErrorCause((cause) => Terminal.withConsole(Terminal.lines)(report(cause))),
+    // @effect/cli's own help and usage errors
+    Terminal.withConsole(Terminal.docs)
+  )

@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ApprovalRequest, AuditEvent, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
+import { ApprovalRequest, AuditEvent, Limits, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
 import { Authentication, Forbidden, Role } from "./Auth.js"
 
@@ -52,6 +52,27 @@ const SessionApprovalNotFound = withMessage(ToolGateError.SessionApprovalNotFoun
 const PersistenceError = withMessage(ToolGateError.PersistenceError)
 
 /**
+ * A session outside the token's patterns, named in the path or the query. Its body names nothing:
+ * to a token limited to some sessions, the others do not exist.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()(
+  "SessionNotFound",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/**
+ * `SessionNotFound` with its one message.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const sessionNotFound = (): SessionNotFound => new SessionNotFound({ message: "No such session" })
+
+/**
  * A request body over the server's limit.
  *
  * @since 0.1.0
@@ -71,14 +92,14 @@ const RequestIdPath = Schema.Struct({ requestId: ApprovalRequest.RequestId })
 const SessionPath = Schema.Struct({ sessionKey: ToolCall.SessionKey })
 
 /**
- * The body of `POST /approvals/:requestId/extend`. Capped at the longest timer the runtime keeps
- * (about 24.8 days).
+ * The body of `POST /approvals/:requestId/extend`: whole milliseconds from 1 to a year
+ * (`Limits.TtlMillis`, as every duration the gate takes).
  *
  * @since 0.1.0
  * @category models
  */
 export const Extension = Schema.Struct({
-  ttlMs: Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(2 ** 31 - 1))
+  ttlMs: Limits.TtlMillis
 }).annotations({ identifier: "Extension", ...strict })
 
 /**
@@ -96,7 +117,11 @@ const SeqParam = Schema.NumberFromString.pipe(
   Schema.nonNegative(),
   Schema.annotations({ description: "an audit sequence number (`seq`)" })
 )
-const TimeParam = Schema.NumberFromString.pipe(Schema.annotations({ description: "milliseconds since the epoch" }))
+// NumberFromString alone reads "Infinity" and "NaN"
+const TimeParam = Schema.NumberFromString.pipe(
+  Schema.finite(),
+  Schema.annotations({ description: "milliseconds since the epoch" })
+)
 
 const streamFilters = {
   afterSeq: Schema.optional(SeqParam),
@@ -164,6 +189,7 @@ export class ApprovalsGroup extends HttpApiGroup.make("approvals")
     HttpApiEndpoint.get("pending", "/approvals/pending")
       .setUrlParams(Schema.Struct({ sessionKey: Schema.optional(ToolCall.SessionKey) }))
       .addSuccess(Schema.Array(ApprovalRequest.ApprovalRequest))
+      .addError(SessionNotFound)
       .annotate(OpenApi.Description, "Pending requests, oldest first, of one session or of every session the token may see.")
   )
   .add(
@@ -181,6 +207,7 @@ export class ApprovalsGroup extends HttpApiGroup.make("approvals")
       .addError(AlreadyResolved)
       .addError(RequestExpired)
       .addError(InvalidResponse)
+      .addError(ToolGateError.InvalidDuration)
       .annotate(
         OpenApi.Description,
         "Answers a request exactly once. The same answer again returns the first resolution; a different one is 409. " +
@@ -212,6 +239,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
     HttpApiEndpoint.get("list", "/sessions/:sessionKey/approvals")
       .setPath(SessionPath)
       .addSuccess(Schema.Array(SessionApproval.SessionApproval))
+      .addError(SessionNotFound)
   )
   .add(
     HttpApiEndpoint.del("revoke", "/sessions/:sessionKey/approvals/:sessionApprovalId")
@@ -223,11 +251,13 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
     HttpApiEndpoint.del("clear", "/sessions/:sessionKey/approvals")
       .setPath(SessionPath)
       .addSuccess(Cleared)
+      .addError(SessionNotFound)
   )
   .add(
     HttpApiEndpoint.post("clearByPost", "/sessions/:sessionKey/clear")
       .setPath(SessionPath)
       .addSuccess(Cleared)
+      .addError(SessionNotFound)
       .annotate(OpenApi.Description, "The same as DELETE /sessions/{sessionKey}/approvals, for clients that only POST.")
   )
   .middleware(Authentication)
@@ -244,6 +274,7 @@ export class AuditGroup extends HttpApiGroup.make("audit")
     HttpApiEndpoint.get("query", "/audit")
       .setUrlParams(AuditParams)
       .addSuccess(Schema.Array(AuditEvent.AuditEvent))
+      .addError(SessionNotFound)
       .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
   )
   .add(
@@ -260,6 +291,7 @@ export class AuditGroup extends HttpApiGroup.make("audit")
       .setUrlParams(Schema.Struct(streamFilters))
       .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(SeqParam) }))
       .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
+      .addError(SessionNotFound)
       .annotate(
         OpenApi.Description,
         "Server-Sent Events: replay after `Last-Event-ID` (or `afterSeq`), then live. Each event is " +

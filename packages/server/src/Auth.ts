@@ -6,7 +6,8 @@
  *
  * The `Authentication` middleware provides the `CurrentPrincipal` to every handler behind it, so
  * a handler cannot reach the principal without the token having been checked; `approverFor` and
- * `readerFor` turn it into the narrower capability an action needs, or fail with `Forbidden`.
+ * `readerFor` turn it into the narrower capability an action needs. What a token may not see is
+ * answered as missing (404, naming nothing it did not send); an auditor answering is `Forbidden`.
  *
  * @example
  * import { Auth } from "@tool-gate/server"
@@ -25,6 +26,7 @@ import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "@effect/platf
 import * as FileSystem from "@effect/platform/FileSystem"
 import { type ApprovalRequest, Glob, ToolGateError } from "@tool-gate/core"
 import { Config, Context, Effect, Either, Layer, Redacted, Schema } from "effect"
+import type { LazyArg } from "effect/Function"
 import { createHash, timingSafeEqual } from "node:crypto"
 
 /**
@@ -114,8 +116,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
 ) {}
 
 /**
- * A valid token without the right: the auditor role answering, or a session outside the token's
- * patterns.
+ * A valid token without the right: the auditor role answering. (A session outside the token's
+ * patterns is not forbidden but invisible: the answer is the not-found one.)
  *
  * @since 0.1.0
  * @category errors
@@ -231,34 +233,36 @@ export const layer = (tokens: ReadonlyArray<TokenConfig>): Layer.Layer<Authentic
   return Layer.succeed(Authentication, Authentication.of({ bearer: verify }))
 }
 
-const outside = (principal: Principal, sessionKey: string) =>
-  new Forbidden({
-    message: `Token "${principal.name}" is limited to sessions ${
-      (principal.sessions ?? []).join(", ")
-    }; session ${sessionKey} is outside them`
-  })
-
 /**
- * The current principal, allowed to read `sessionKey`, or `Forbidden`.
+ * The current principal, allowed to read `sessionKey`; otherwise `hidden()`. Callers make that the
+ * error they give for something that does not exist (`RequestNotFound` for a request, ...), so a
+ * token limited to some sessions learns nothing of the others: not their keys, not whether a
+ * request id exists.
  *
  * @since 0.1.0
  * @category authorization
  */
-export const readerFor = (sessionKey: string): Effect.Effect<Reader, Forbidden, CurrentPrincipal> =>
+export const readerFor = <E>(
+  sessionKey: string,
+  hidden: LazyArg<E>
+): Effect.Effect<Reader, E, CurrentPrincipal> =>
   Effect.flatMap(CurrentPrincipal, (principal) =>
     principal.canSee(sessionKey)
       ? Effect.succeed({ ...principal, sessionKey })
-      : Effect.fail(outside(principal, sessionKey)))
+      : Effect.fail(hidden()))
 
 /**
- * The current principal, allowed to answer for `sessionKey` (approver role, session within its
- * patterns), or `Forbidden`.
+ * The current principal, allowed to answer for `sessionKey`: `hidden()` when the session is outside
+ * its patterns (as `readerFor`), `Forbidden` when it may read the session but has the auditor role.
  *
  * @since 0.1.0
  * @category authorization
  */
-export const approverFor = (sessionKey: string): Effect.Effect<Approver, Forbidden, CurrentPrincipal> =>
-  Effect.flatMap(readerFor(sessionKey), (reader) =>
+export const approverFor = <E>(
+  sessionKey: string,
+  hidden: LazyArg<E>
+): Effect.Effect<Approver, E | Forbidden, CurrentPrincipal> =>
+  Effect.flatMap(readerFor(sessionKey, hidden), (reader) =>
     reader.role === "approver"
       ? Effect.succeed({ ...reader, role: "approver" })
       : Effect.fail(

@@ -2,7 +2,8 @@
  * The handlers of the approval API, one layer per group, over the `ToolGate` (and, for the audit
  * query, its head and health, the `ApprovalStore`) in context. Handlers are thin: they check what
  * the current principal may do (`Auth.readerFor` / `Auth.approverFor`), call the gate and let
- * domain errors flow out with their status.
+ * domain errors flow out with their status. What a token may not see is answered with the error
+ * for a missing one (`RequestNotFound`, `SessionApprovalNotFound`, `SessionNotFound`).
  *
  * @example
  * import { HttpApiBuilder, HttpServer } from "@effect/platform"
@@ -24,7 +25,7 @@ import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse, ty
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
-import { Api, PayloadTooLarge, Unavailable } from "./Api.js"
+import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 
 /**
@@ -34,17 +35,22 @@ import * as Auth from "./Auth.js"
 export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
+    // A request of a session the token may not see is answered exactly as a missing one.
+    const missing = (requestId: string) => () => new ToolGateError.RequestNotFound({ requestId })
     /** The request, once the caller may read its session. */
     const readable = (requestId: string) =>
-      Effect.tap(gate.getRequest(requestId), (request) => Auth.readerFor(request.toolCall.sessionKey))
+      Effect.tap(gate.getRequest(requestId), (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId)))
     /** The caller, once it may answer for the request's session. */
     const approverOf = (requestId: string) =>
-      Effect.flatMap(gate.getRequest(requestId), (request) => Auth.approverFor(request.toolCall.sessionKey))
+      Effect.flatMap(
+        gate.getRequest(requestId),
+        (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
+      )
     return handlers
       .handle("pending", ({ urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* Auth.CurrentPrincipal
-          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
+          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           const pending = yield* gate.pending({ sessionKey: urlParams.sessionKey })
           return pending.filter((request) => principal.canSee(request.toolCall.sessionKey))
         }))
@@ -65,19 +71,19 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
     const clear = (sessionKey: string) =>
-      Effect.flatMap(Auth.approverFor(sessionKey), (approver) =>
+      Effect.flatMap(Auth.approverFor(sessionKey, sessionNotFound), (approver) =>
         Effect.map(gate.clearApprovals(sessionKey, approver.name), (cleared) => ({ sessionKey, cleared })))
     return handlers
-      .handle("list", ({ path }) => Effect.zipRight(Auth.readerFor(path.sessionKey), gate.sessionApprovals(path.sessionKey)))
+      .handle("list", ({ path }) =>
+        Effect.zipRight(Auth.readerFor(path.sessionKey, sessionNotFound), gate.sessionApprovals(path.sessionKey)))
       .handle("revoke", ({ path }) =>
         Effect.gen(function*() {
-          const approver = yield* Auth.approverFor(path.sessionKey)
+          const missing = () => new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: path.sessionApprovalId })
+          const approver = yield* Auth.approverFor(path.sessionKey, missing)
           // Ids are global; the path's session is what the token was checked against, so the
           // approval must belong to it.
           const held = yield* gate.sessionApprovals(path.sessionKey)
-          if (!held.some((approval) => approval.id === path.sessionApprovalId)) {
-            return yield* new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: path.sessionApprovalId })
-          }
+          if (!held.some((approval) => approval.id === path.sessionApprovalId)) return yield* missing()
           return yield* gate.revokeApproval(path.sessionApprovalId, approver.name)
         }))
       .handle("clear", ({ path }) => clear(path.sessionKey))
@@ -139,7 +145,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
       .handle("query", ({ urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* Auth.CurrentPrincipal
-          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
+          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           const limit = urlParams.limit ?? 100
           if (principal.sessions === undefined) return yield* store.events({ ...urlParams, limit })
           // A limited token reads page after page until it has `limit` events it may see (or the
@@ -160,7 +166,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
       .handle("stream", ({ headers, urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* Auth.CurrentPrincipal
-          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey)
+          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           // A reconnecting EventSource sends the last id it saw; it wins over the URL it reuses.
           const afterSeq = headers["last-event-id"] ?? urlParams.afterSeq
           const events = gate.auditLog({ ...urlParams, afterSeq }).pipe(

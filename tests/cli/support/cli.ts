@@ -151,13 +151,13 @@ export interface Fixture {
   readonly close: () => Promise<void>
 }
 
-/** A temp dir with a SQLite file, a policy file, and a gate on the file in this process. */
-export const fixture = async (): Promise<Fixture> => {
+/** A temp dir with a SQLite file, a policy file (`policyYaml` unless given), and a gate on the file in this process. */
+export const fixture = async (yaml = policyYaml): Promise<Fixture> => {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-cli-"))
   const db = join(dir, "toolgate.db")
   const policyFile = join(dir, "policy.yaml")
-  writeFileSync(policyFile, policyYaml)
-  const policy = await Effect.runPromise(Policy.fromYaml(policyYaml))
+  writeFileSync(policyFile, yaml)
+  const policy = await Effect.runPromise(Policy.fromYaml(yaml))
   const runtime = ManagedRuntime.make(ToolGateSqlite.layer({ filename: db, policy }))
   const gate = await runtime.runPromise(ToolGate.ToolGate)
   const pause: Fixture["pause"] = (call) =>

@@ -23,9 +23,9 @@ export const tokenList: ReadonlyArray<Auth.TokenConfig> = [
   { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
 ]
 
-/** `bash` waits for a human (5 minutes), `quick` for 50 ms, `rm` is denied, the rest allowed. */
+/** `bash` waits for a human (5 minutes), `quick` for 50 ms, `rm` and `bash shutdown*` are denied, the rest allowed. */
 export const policy = Policy.unsafeMake({
-  deny: [{ tool: "rm", reason: "never" }],
+  deny: [{ tool: "rm", reason: "never" }, { id: "no-shutdown", tool: "bash", args: { command: "shutdown*" }, reason: "not from here" }],
   requireApproval: ["bash", { tool: "quick", ttlMs: 50 }]
 })
 

@@ -33,9 +33,19 @@ export const pendingLine = (request: ApprovalRequest.ApprovalRequest, now: numbe
     ])
   }  expires in ${duration(request.expiresAt - now)}`
 
-/** What an answer did: `approved req_1 (deploy {...}) by ana, for the session (exact)`. */
+/**
+ * What an answer did: `approved req_1 (deploy {...}) by ana, for the session (exact)`. An approval
+ * whose edited arguments the policy denied reads `denied by policy ...`: the outcome is the
+ * policy's, not a human's.
+ */
 export const resolvedLine = (request: ApprovalRequest.ApprovalRequest): string => {
   const resolution = request.resolution
+  if (resolution?.deniedBy === "policy") {
+    const edited = resolution.editedArgs !== undefined ? ` ${JSON.stringify(resolution.editedArgs)}` : ""
+    const from = resolution.respondedBy !== undefined ? ` from ${resolution.respondedBy}` : ""
+    const reason = resolution.reason !== undefined ? `: ${resolution.reason}` : ""
+    return `denied by policy ${request.requestId} (${call(request)}): the edited arguments${edited}${from} were refused${reason}`
+  }
   const by = resolution?.respondedBy !== undefined ? ` by ${resolution.respondedBy}` : ""
   const session = resolution?.sessionApprovalId !== undefined
     ? `, for the session (session approval ${resolution.sessionApprovalId})`

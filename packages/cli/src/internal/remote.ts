@@ -18,7 +18,7 @@ import { Backend, type BackendError, InvalidInput, type AuditOptions, type Remot
 import { paged, pageSize, sseEvents } from "./audit.js"
 
 // What a failed reply carries when the API declares it; anything else is the server's fault.
-const ErrorReply = Schema.Union(Auth.Unauthorized, Auth.Forbidden)
+const ErrorReply = Schema.Union(Auth.Unauthorized, Auth.Forbidden, Api.SessionNotFound)
 
 const withToken = (token: Option.Option<Redacted.Redacted>) => (request: HttpClientRequest.HttpClientRequest) =>
   Option.match(token, { onNone: () => request, onSome: (value) => HttpClientRequest.bearerToken(request, value) })
@@ -51,7 +51,9 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
               case "AlreadyResolved":
               case "RequestExpired":
               case "InvalidResponse":
+              case "InvalidDuration":
               case "SessionApprovalNotFound":
+              case "SessionNotFound":
               case "PersistenceError":
               case "Unauthorized":
               case "Forbidden":
