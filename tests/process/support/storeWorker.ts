@@ -11,7 +11,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { ApprovalStore, Policy, SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, PauseSignal, Policy, SqlApprovalStore, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Layer, Redacted } from "effect"
@@ -48,7 +48,7 @@ const open = (goFile: string, id: string) => {
         Effect.provide(context)
       )
     }))
-    yield* say({ event: "decided", decision: decided._tag })
+    yield* say({ event: "decided", paused: PauseSignal.isPauseSignal(decided) })
   })
 }
 

@@ -5,11 +5,14 @@
  */
 import { describe as bunDescribe, expect } from "bun:test"
 import { SqlClient } from "@effect/sql"
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlError } from "@effect/sql/SqlError"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { migrations, tables } from "../../../../packages/core/src/internal/sqlSchema.js"
 import { decision, open } from "./fixtures.js"
 
 class Aborted {
@@ -91,6 +94,30 @@ const pgSuite = (url: string) =>
         }
         expect(yield* seqColumn(admin)).toEqual(oneTo(committed))
         expect(yield* store.lastSeq).toBe(committed)
+      }))
+
+    it.live("a database from before the counter keeps its rows and numbers on from its highest seq", () =>
+      Effect.gen(function*() {
+        const schemaUrl = yield* pgSchema(url)
+        const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
+        // the schema as the previous version left it: migrations 1 to 3, seq a BIGSERIAL
+        yield* Migrator.make({})({
+          loader: Effect.map(migrations(tables("toolgate_")), (all) => all.filter(([id]) => id <= 3)),
+          table: "toolgate_migrations"
+        }).pipe(Effect.provideService(SqlClient.SqlClient, admin))
+        const oldInsert = admin`INSERT INTO toolgate_events (at, type, outcome, event) VALUES (1, 'decision', 'allow', '{}')`
+        yield* oldInsert
+        yield* oldInsert
+        yield* Effect.flip(admin.withTransaction(Effect.zipRight(oldInsert, Effect.fail(new Aborted()))))
+        expect(yield* seqColumn(admin)).toEqual([1, 2])
+
+        const { store } = yield* open(pgStoreOver(pgClient(schemaUrl), "toolgate_test_seq_upgrade"))
+        const appended = yield* store.append([decision(1), decision(2)])
+        expect(appended.map((e) => e.seq)).toEqual([3, 4])
+        expect(yield* seqColumn(admin)).toEqual([1, 2, 3, 4])
+        // a writer of the previous version, leaving seq to the dropped default, fails instead of leaving a hole
+        expect(yield* Effect.flip(oldInsert)).toBeInstanceOf(SqlError)
+        expect(yield* store.lastSeq).toBe(4)
       }))
   })
 
