@@ -96,6 +96,15 @@ const pgSuite = (url: string) =>
         expect(yield* store.lastSeq).toBe(committed)
       }))
 
+    it.live("another table prefix: the counter numbers its events and no sequence is left behind", () =>
+      Effect.gen(function*() {
+        const schemaUrl = yield* pgSchema(url)
+        const { sql, store } = yield* open(pgStoreOver(pgClient(schemaUrl), "toolgate_test_seq_prefix", { tablePrefix: "gate_" }))
+        expect((yield* store.append([decision(1), decision(2)])).map((e) => e.seq)).toEqual([1, 2])
+        expect(yield* sql`SELECT relname FROM pg_class WHERE relkind = 'S' AND relnamespace = current_schema()::regnamespace`)
+          .toEqual([])
+      }))
+
     it.live("a database from before the counter keeps its rows and numbers on from its highest seq", () =>
       Effect.gen(function*() {
         const schemaUrl = yield* pgSchema(url)
