@@ -1,14 +1,17 @@
 /**
  * Real Node processes opening one store at the same moment (a brand-new SQLite file, a new
- * PostgreSQL schema): every one migrates or waits for the migrator, then decides a call. And a
+ * PostgreSQL schema, one of the previous version): every one migrates or waits for the migrator,
+ * then decides a call. And a
  * process killed with SIGKILL inside a writing transaction leaves no hole in `seq`.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
+import * as Migrator from "@effect/sql/Migrator"
 import { Effect, Layer } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { migrations, tables } from "../../packages/core/src/internal/sqlSchema.js"
 import { pgClient, pgSchema, pgUrl, sqliteClient, storeOver } from "../support/sqlStores.js"
 import { spawnWorker, type Worker } from "./support/nodeProcess.js"
 
@@ -73,15 +76,37 @@ describe("processes opening a store at once", () => {
   }, 120_000)
 
   const url = pgUrl
-  test.skipIf(url === undefined)("20 Node processes opening one new PostgreSQL schema together all open it and decide", async () => {
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+  const onPostgres = (previousVersion: boolean) => () =>
+    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const schemaUrl = yield* pgSchema(url!)
+      if (previousVersion) {
+        // the schema as the previous version left it (migrations 1 to 3), with one event in it
+        yield* Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          yield* Migrator.make({})({
+            loader: Effect.map(migrations(tables("toolgate_")), (all) => all.filter(([id]) => id <= 3)),
+            table: "toolgate_migrations"
+          })
+          const event = JSON.stringify({ at: 1, type: "decision", outcome: "allow", sessionKey: "before" })
+          yield* sql`INSERT INTO toolgate_events (at, type, outcome, session_key, event) VALUES (1, 'decision', 'allow', 'before', ${event})`
+        }).pipe(Effect.provide(pgClient(schemaUrl)))
+      }
       const results = yield* Effect.promise(() => startTogether(20, schemaUrl))
       const failed = results.filter((r) => r.code !== 0 || r.last?.event !== "decided")
       expect(failed.map((r) => r.stderr.split("\n")[0])).toEqual([])
       const written = yield* Effect.promise(() => seqs(pgClient(schemaUrl)))
-      expect(written).toHaveLength(20)
+      expect(written).toHaveLength(previousVersion ? 21 : 20)
       expect(written).toEqual(oneToMax(written))
     })))
-  }, 240_000)
+
+  test.skipIf(url === undefined)(
+    "20 Node processes opening one new PostgreSQL schema together all open it and decide",
+    onPostgres(false),
+    240_000
+  )
+  test.skipIf(url === undefined)(
+    "20 Node processes upgrading a PostgreSQL schema of the previous version together all open it and decide",
+    onPostgres(true),
+    240_000
+  )
 })
