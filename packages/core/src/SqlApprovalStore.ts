@@ -51,7 +51,7 @@ import {
 import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
 import * as Batcher from "./internal/sqlBatcher.js"
 import * as Rows from "./internal/sqlRows.js"
-import { lockKey, migrations, tables } from "./internal/sqlSchema.js"
+import { lockKey, migrate, migrations, retryOpen, tables } from "./internal/sqlSchema.js"
 import { covers, type SessionApproval } from "./SessionApproval.js"
 import { PersistenceError } from "./ToolGateError.js"
 
@@ -254,12 +254,12 @@ export const make = (
         }`
       ], { discard: true })
       : Effect.void
-    yield* boundary("open")(setUp)
-    // Processes opening a new database at once race to create the migrations table (PostgreSQL
-    // refuses the loser's CREATE TABLE); once the winner commits, a retry finds it.
-    yield* boundary("migrate")(Migrator.make({})({ loader: migrations(t), table: t.migrations })).pipe(
-      Effect.retry({ times: 3 })
-    )
+    // Processes opening one database at once wait for each other: the migrations run under the
+    // writers' lock, and a busy database (or a lost DDL race with an older version) is retried.
+    yield* retryOpen(Effect.zipRight(
+      boundary("open")(setUp),
+      boundary("migrate")(migrate({ loader: migrations(t), table: t.migrations, lock: lockKey(prefix) }))
+    ))
 
     // --- statements -----------------------------------------------------------------------------
 
@@ -302,14 +302,27 @@ export const make = (
 
     const json = <A>(codec: Rows.Codec<A>, value: A) => codec.json(value)
 
+    // PostgreSQL numbers events from a counter row moved on in the writing transaction (a sequence
+    // would burn numbers on rollback); SQLite's AUTOINCREMENT counter is transactional already.
+    const eventColumns = sql.literal("at, type, outcome, session_key, tool_call_id, tool_name, request_id, event")
+    const nextSeq = "toolgate_next_seq"
+    const takeSeqs = (n: number) =>
+      sql`UPDATE ${sql(t.eventSeq)} SET last = last + ${sql.literal(String(n))} RETURNING last`
+    /** The `back`-th number before the last one taken. */
+    const lastTaken = (back = 0) =>
+      sql`(SELECT last FROM ${sql(nextSeq)})${back > 0 ? sql.literal(` - ${back}`) : sql.literal("")}`
+
     const q = {
       lastSeq: textOf(sql`SELECT MAX(seq) AS seq FROM ${events}`),
-      insertEvent: textOf(sql`INSERT INTO ${events} (at, type, outcome, session_key, tool_call_id, tool_name, request_id, event)
-        VALUES (${0}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}) RETURNING seq`),
+      insertEvent: isSqlite
+        ? textOf(sql`INSERT INTO ${events} (${eventColumns})
+          VALUES (${0}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}) RETURNING seq`)
+        : textOf(sql`WITH ${sql(nextSeq)} AS (${takeSeqs(1)}) INSERT INTO ${events} (seq, ${eventColumns})
+          VALUES (${lastTaken()}, ${0}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}, ${""}) RETURNING seq`),
       // requested_seq: creation order, breaking ties between requests of the same millisecond. The
-      // next seq, read while this writer holds the write lock: on SQLite exactly the seq of the
-      // request's `approval.requested` event; on PostgreSQL a lower bound of it (a rolled-back
-      // insert leaves a gap), still in creation order.
+      // next seq, read while this writer holds the write lock: the seq of the request's
+      // `approval.requested` event (seq is gap-free; only a deleted tail of the log would make it
+      // lower, still in creation order).
       insertRequest: textOf(sql`INSERT INTO ${requests}
         (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
         VALUES (${""}, ${""}, ${""}, ${""}, ${0}, ${0}, ${0}, ${0}, ${""}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ${events}))
@@ -414,15 +427,16 @@ export const make = (
         if (batch.length === 1) {
           seqs = yield* Effect.flatMap(exec(q.insertEvent, eventParams(batch[0]!, yield* json(codecs.event, batch[0]!))), Rows.seqs)
         } else {
-          const rows: Array<Record<string, unknown>> = []
-          for (const event of batch) {
-            const [at, type, outcome, session_key, tool_call_id, tool_name, request_id, text] = eventParams(
-              event,
-              yield* json(codecs.event, event)
-            )
-            rows.push({ at, type, outcome, session_key, tool_call_id, tool_name, request_id, event: text })
-          }
-          seqs = yield* Effect.flatMap(run(sql`INSERT INTO ${events} ${sql.insert(rows)} RETURNING seq`), Rows.seqs)
+          const rows: Array<ReturnType<typeof eventParams>> = []
+          for (const event of batch) rows.push(eventParams(event, yield* json(codecs.event, event)))
+          const values = (row: ReturnType<typeof eventParams>) => sql.csv(row.map((value) => sql`${value}`))
+          const inserted = isSqlite
+            ? run(sql`INSERT INTO ${events} (${eventColumns})
+              VALUES ${sql.csv(rows.map((row) => sql`(${values(row)})`))} RETURNING seq`)
+            : run(sql`WITH ${sql(nextSeq)} AS (${takeSeqs(rows.length)}) INSERT INTO ${events} (seq, ${eventColumns})
+              VALUES ${sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${values(row)})`))} RETURNING seq`)
+          // numbered in insertion order (RETURNING's row order is not promised)
+          seqs = yield* Effect.map(Effect.flatMap(inserted, Rows.seqs), (numbers) => [...numbers].sort((a, b) => a - b))
         }
         // writers are serialized, so the rows got consecutive numbers in insertion order
         yield* feed.onCommit(seqs[seqs.length - 1]!)

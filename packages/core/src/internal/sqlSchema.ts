@@ -1,6 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Exit, Schedule } from "effect"
 
 /** The prefixed table names of one store. */
 export interface Tables {
@@ -10,6 +11,8 @@ export interface Tables {
   readonly requests: string
   readonly sessionApprovals: string
   readonly decisions: string
+  /** PostgreSQL: the last `seq` handed out (one row), moved on in the writing transaction */
+  readonly eventSeq: string
 }
 
 export const tables = (prefix: string): Tables => ({
@@ -18,7 +21,8 @@ export const tables = (prefix: string): Tables => ({
   events: `${prefix}events`,
   requests: `${prefix}requests`,
   sessionApprovals: `${prefix}session_approvals`,
-  decisions: `${prefix}decisions`
+  decisions: `${prefix}decisions`,
+  eventSeq: `${prefix}event_seq`
 })
 
 /**
@@ -117,5 +121,101 @@ export const migrations = (t: Tables): Migrator.Loader =>
         decision TEXT NOT NULL,
         PRIMARY KEY (session_key, tool_call_id)
       )`
+    }),
+    // A gap-free seq on PostgreSQL. BIGSERIAL's nextval is not transactional: every rolled-back or
+    // killed writer burned a number, and a hole could not be told from a deletion. The counter row
+    // is updated in the writing transaction, so a rollback takes its number back; like SQLite's
+    // AUTOINCREMENT counter (transactional already), it never hands a deleted tail's numbers out again.
+    // Writers of an older version, which leave seq to the column default, now fail loudly.
+    "0004_gap_free_seq": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql.onDialectOrElse({
+        pg: () =>
+          Effect.gen(function*() {
+            yield* sql`CREATE TABLE ${sql(t.eventSeq)} (
+              id INTEGER PRIMARY KEY CHECK (id = 1),
+              last BIGINT NOT NULL
+            )`
+            yield* sql`INSERT INTO ${sql(t.eventSeq)} (id, last) SELECT 1, COALESCE(MAX(seq), 0) FROM ${sql(t.events)}`
+            // quoted, as the table was created
+            const [serial] = yield* sql<{ readonly name: string | null }>`SELECT pg_get_serial_sequence(${
+              `"${t.events}"`
+            }, 'seq') AS name`
+            yield* sql`ALTER TABLE ${sql(t.events)} ALTER COLUMN seq DROP DEFAULT`
+            if (serial?.name) yield* sql`DROP SEQUENCE ${sql.literal(serial.name)}`
+          }),
+        orElse: () => Effect.void
+      })
     })
+  })
+
+/** Failures worth another try when opening: another process holds the lock, or won a DDL race. */
+const transient = (error: unknown): boolean => {
+  for (let cause = error, depth = 0; cause !== null && typeof cause === "object" && depth < 8; depth++) {
+    const { code, message } = cause as { readonly code?: unknown; readonly message?: unknown }
+    if (typeof code === "string" && /^(SQLITE_(BUSY|LOCKED)|23505|42P07|40P01|40001)/.test(code)) return true
+    if (typeof message === "string" && /database (table )?is locked/.test(message)) return true
+    cause = (cause as { readonly cause?: unknown }).cause
+  }
+  return false
+}
+
+/**
+ * Retries `open` (set-up and migrations) while it fails for a transient reason, for up to about
+ * half a minute: many processes opening one database at once wait on each other's locks.
+ */
+export const retryOpen = <A, E, R>(open: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.retry(open, {
+    schedule: Schedule.exponential("10 millis").pipe(
+      Schedule.either(Schedule.spaced("1 second")),
+      Schedule.jittered,
+      Schedule.upTo("30 seconds")
+    ),
+    while: transient
+  })
+
+/**
+ * Runs the migrations of `loader` under the writers' lock (SQLite `BEGIN IMMEDIATE`, which waits on
+ * the busy timeout; PostgreSQL the advisory lock `lock`), so any number of processes may open one
+ * database at once: each one either migrates it or, after waiting, finds it migrated. Left to
+ * itself the Migrator reads the migrations table first and takes a busy error on its bookkeeping
+ * insert for "another process is migrating", and returns before that process's tables exist.
+ */
+export const migrate = (options: {
+  readonly loader: Migrator.Loader
+  readonly table: string
+  readonly lock: number
+}): Effect.Effect<unknown, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    return yield* Effect.scoped(Effect.flatMap(sql.reserve, (conn) => {
+      const statement = (text: string) => conn.executeUnprepared(text, [], undefined)
+      const onConn = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0] as const)
+      const begin = isPg
+        ? Effect.zipRight(
+          Effect.zipRight(statement("BEGIN"), statement(`SELECT pg_advisory_xact_lock(${options.lock})`)),
+          // the Migrator probes for its table with a query that fails when it is missing, which
+          // would abort this transaction: create it first (its shape is the Migrator's)
+          onConn(sql`CREATE TABLE IF NOT EXISTS ${sql(options.table)} (
+            migration_id integer primary key,
+            created_at timestamp with time zone not null default now(),
+            name text not null
+          )`)
+        )
+        : statement("BEGIN IMMEDIATE")
+      const rollback = Effect.ignore(statement("ROLLBACK"))
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const run = yield* Effect.exit(restore(Effect.zipRight(
+            begin,
+            onConn(Migrator.make({})({ loader: options.loader, table: options.table }))
+          )))
+          const done = Exit.isSuccess(run) ? yield* Effect.exit(statement("COMMIT")) : run
+          if (Exit.isFailure(done)) yield* rollback
+          return yield* done
+        })
+      )
+    }))
   })

@@ -21,7 +21,8 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       expect(yield* sql`SELECT migration_id, name FROM toolgate_migrations ORDER BY migration_id`).toEqual([
         { migration_id: 1, name: "create_tables" },
         { migration_id: 2, name: "drop_events_request_index" },
-        { migration_id: 3, name: "create_decisions" }
+        { migration_id: 3, name: "create_decisions" },
+        { migration_id: 4, name: "gap_free_seq" }
       ])
       expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
       expect(yield* sql`PRAGMA wal_autocheckpoint`).toEqual([{ wal_autocheckpoint: 10_000 }])
