@@ -166,7 +166,7 @@ export const layerNotifyFeed = <I, S extends Listener>(
  * @category models
  */
 export interface Options {
-  /** prefix of every table (and index) name; letters, digits and `_` (default `toolgate_`) */
+  /** prefix of every table (and index) name; lower-case letters, digits and `_` (default `toolgate_`) */
   readonly tablePrefix?: string | undefined
   /** SQLite: how long a write waits for another process's write lock (default 5000 ms) */
   readonly busyTimeoutMs?: number | undefined
@@ -223,7 +223,8 @@ export const make = (
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const feed = yield* SqlChangeFeed
     const prefix = options.tablePrefix ?? "toolgate_"
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
+    // lower case only: PostgreSQL folds unquoted names, and the Migrator probes its table unquoted
+    if (!/^[a-z_][a-z0-9_]*$/.test(prefix)) {
       return yield* Effect.dieMessage(`SqlApprovalStore: invalid table prefix ${JSON.stringify(prefix)}`)
     }
     const t = tables(prefix)

@@ -20,6 +20,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Option, Schema } from "effect"
 import { CheckpointStore, type Row, type Service } from "./CheckpointStore.js"
+import { lockKey, migrate, retryOpen } from "./internal/sqlSchema.js"
 import { PersistenceError } from "./ToolGateError.js"
 
 /**
@@ -66,13 +67,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const prefix = options.tablePrefix ?? "toolgate_"
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix)) {
+    // lower case only: PostgreSQL folds unquoted names, and the Migrator probes its table unquoted
+    if (!/^[a-z_][a-z0-9_]*$/.test(prefix)) {
       return yield* Effect.dieMessage(`SqlCheckpointStore: invalid table prefix ${JSON.stringify(prefix)}`)
     }
     const checkpoints = `${prefix}checkpoints`
     const owners = `${prefix}checkpoint_requests`
-    yield* Migrator.make({})({
+    // under the writers' lock, retried while another process migrates (as the approval store does)
+    yield* retryOpen(boundary("migrate checkpoints")(migrate({
       table: `${prefix}checkpoint_migrations`,
+      lock: lockKey(prefix),
       loader: Migrator.fromRecord({
         "0001_create_checkpoints": Effect.gen(function*() {
           yield* sql`CREATE TABLE IF NOT EXISTS ${sql(checkpoints)} (
@@ -98,7 +102,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
         // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
         "0003_claim_fence": sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
       })
-    }).pipe(boundary("migrate checkpoints"), Effect.retry({ times: 3 }))
+    })))
 
     const read = (rows: ReadonlyArray<unknown>) =>
       Effect.map(decodeRows(rows), (decoded) =>
