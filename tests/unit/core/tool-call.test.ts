@@ -51,7 +51,7 @@ describe("ToolCall.decode", () => {
     const result = Effect.runSync(Effect.either(ToolCall.decode({ id: "", name: 3, args: { n: Number.NaN } })))
     expect(Either.isLeft(result)).toBe(true)
     const paths = Either.getLeft(result).pipe((e) => (e._tag === "Some" ? e.value.problems.map((p) => p.path) : []))
-    expect(paths).toEqual(expect.arrayContaining(["id", "name", "sessionKey", "args"]))
+    expect(paths).toEqual(expect.arrayContaining(["id", "name", "sessionKey", "args.n"]))
   })
 
   test("canonical args ignore key order at every depth; the digest follows", () => {
