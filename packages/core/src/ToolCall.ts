@@ -12,7 +12,7 @@
  */
 import { Array as Arr, Effect, Either, type FastCheck, ParseResult, Schema, type SchemaAST } from "effect"
 import { canonicalJson, fitsPortable, sha256, walk } from "./internal/canonical.js"
-import { isCleanText, textProblem } from "./internal/callText.js"
+import { isCleanText, printableKey, textProblem } from "./internal/callText.js"
 import * as Limits from "./Limits.js"
 import { InvalidToolCall, type Problem, problemsOf } from "./ToolGateError.js"
 
@@ -34,7 +34,8 @@ const checked = <A, I>(
     Either.match(check(input), {
       onLeft: ({ message, path }) => {
         const issue = new ParseResult.Type(ast, input, message)
-        return ParseResult.fail(Arr.isNonEmptyReadonlyArray(path) ? new ParseResult.Pointer(path, input, issue) : issue)
+        const at = path.map(printableKey)
+        return ParseResult.fail(Arr.isNonEmptyReadonlyArray(at) ? new ParseResult.Pointer(at, input, issue) : issue)
       },
       onRight: ParseResult.succeed
     })
@@ -187,7 +188,14 @@ const toolCallOf = (limits: Limits.CallLimits) =>
     intentId: Schema.optionalWith(optionalTextOf(limits.maxIdLength), { exact: true }),
     userId: Schema.optionalWith(optionalTextOf(limits.maxIdLength), { exact: true }),
     workingDirectory: Schema.optionalWith(optionalTextOf(limits.maxPathLength), { exact: true })
-  }).annotations({ message: () => "a tool call must be an object" })
+  }).annotations({
+    // only for a value that is no object at all (the default message would quote it); the
+    // problems of its fields keep their own messages
+    message: (issue) =>
+      issue._tag === "Transformation" && issue.issue._tag === "Type"
+        ? { message: "a tool call must be an object", override: true }
+        : { message: "", override: false }
+  })
 
 /**
  * A tool call as any gate may have stored it (within `Limits.maxCallLimits`); `schema(limits)`
@@ -305,7 +313,7 @@ export const decodeArgs = (
 ): Either.Either<ToolArgs, ReadonlyArray<Problem>> => {
   const path = options?.path ?? "args"
   return Either.mapLeft(checkArgs(input, options?.limits ?? Limits.defaultCallLimits), (problem) => [{
-    path: [path, ...problem.path.map(String)].join("."),
+    path: [path, ...problem.path.map(printableKey)].join("."),
     message: problem.message
   }])
 }

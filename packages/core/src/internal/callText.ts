@@ -72,3 +72,14 @@ export const portableStringProblem = (s: string): string | undefined =>
     : s.indexOf("\u0000") !== -1
     ? "must not contain U+0000 (PostgreSQL cannot store it)"
     : "must be well-formed Unicode (no lone surrogates)"
+
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f]|\p{Cs}/gu
+
+/**
+ * A key or index of a problem's path as it can be printed: a model chooses argument keys, so
+ * control characters and lone surrogates are written as `\uXXXX`.
+ */
+export const printableKey = (key: string | number): string =>
+  typeof key === "number"
+    ? String(key)
+    : key.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
