@@ -156,6 +156,27 @@ describe("ToolCall.decode", () => {
     expect(paths).toEqual(expect.arrayContaining(["id", "name", "sessionKey", "args.n"]))
   })
 
+  test("canonical args are the JSON of the value with keys sorted at every depth (any Unicode)", () => {
+    // an oracle written apart from the implementation (recursive: the values are shallow), keys in
+    // code-unit order (an object would put integer-like keys first)
+    const sorted = (v: unknown): string =>
+      Array.isArray(v)
+        ? `[${v.map(sorted).join(",")}]`
+        : typeof v === "object" && v !== null
+        ? `{${
+          Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${sorted((v as Record<string, unknown>)[k])}`).join(",")
+        }}`
+        : JSON.stringify(v)
+    const text = fc.oneof(fc.string({ unit: "binary", maxLength: 40 }), oddString)
+    fc.assert(
+      fc.property(fc.dictionary(text, fc.jsonValue({ maxDepth: 3, stringUnit: "binary" }), { maxKeys: 5 }), (raw) => {
+        const args = JSON.parse(JSON.stringify(raw)) as Record<string, unknown>
+        expect(ToolCall.canonicalArgs(args)).toBe(sorted(args))
+      }),
+      { numRuns: 2000 }
+    )
+  })
+
   test("canonical args ignore key order at every depth; the digest follows", () => {
     const a = { b: [1, { y: 2, x: 1 }], a: "t" }
     const b = { a: "t", b: [1, { x: 1, y: 2 }] }

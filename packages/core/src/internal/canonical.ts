@@ -30,6 +30,22 @@ interface Frame {
   wrote: boolean
 }
 
+/**
+ * `JSON.stringify` of a string, without the call for a short one that needs no escape (most
+ * argument values and keys): a call costs more than the loop.
+ */
+const quote = (s: string): string => {
+  if (s.length > 32) return JSON.stringify(s)
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(s)
+  }
+  return `"${s}"`
+}
+
+/** Depth from which `walk` looks for cycles (below it, a set of open containers costs more than it finds). */
+const CYCLE_DEPTH = 32
+
 /** Upper bound of UTF-8 bytes per UTF-16 unit of JSON text (a lone surrogate is refused or escaped). */
 const BYTES_PER_UNIT = 3
 
@@ -42,7 +58,8 @@ const BYTES_PER_UNIT = 3
  */
 export const walk = (value: unknown, rules: Rules): Walked => {
   const stack: Array<Frame> = []
-  const open = new Set<object>()
+  // the open containers, tracked from CYCLE_DEPTH on: a cycle nests without end, so it gets there
+  let open: Set<object> | undefined
   let out = ""
   let dropped = false
   // the path of the value being written: each open frame's key or index
@@ -71,7 +88,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
             const problem = portableStringProblem(v)
             if (problem !== undefined) return refuse(problem)
           }
-          out += JSON.stringify(v)
+          out += quote(v)
           break
         }
         case "number":
@@ -86,7 +103,8 @@ export const walk = (value: unknown, rules: Rules): Walked => {
             out += "null"
             break
           }
-          if (open.has(v)) return refuse("must not contain itself (a cycle)")
+          if (open === undefined && stack.length >= CYCLE_DEPTH) open = new Set(stack.map((frame) => frame.container))
+          if (open?.has(v)) return refuse("must not contain itself (a cycle)")
           if (stack.length + 1 > rules.maxDepth) return refuse(`must be nested at most ${rules.maxDepth} levels deep`)
           if (Array.isArray(v)) {
             out += "["
@@ -100,7 +118,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
             out += "{"
             stack.push({ container: v, keys: keys.sort(), length: keys.length, index: 0, at: "", wrote: false })
           }
-          open.add(v)
+          open?.add(v)
           break
         }
         case "undefined":
@@ -115,7 +133,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
     if (top.index >= top.length) {
       out += top.keys === undefined ? "]" : "}"
       stack.pop()
-      open.delete(top.container)
+      open?.delete(top.container)
       continue
     }
     const i = top.index++
@@ -138,7 +156,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
       if (top.wrote) out += ","
       top.wrote = true
       top.at = key
-      out += `${JSON.stringify(key)}:`
+      out += `${quote(key)}:`
       next = v
     }
     hasNext = true
