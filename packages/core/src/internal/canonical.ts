@@ -1,85 +1,243 @@
+import { Buffer } from "node:buffer"
 import { createHash } from "node:crypto"
+import { isPortableString, portableStringProblem } from "./callText.js"
+
+/**
+ * What a walk refuses beyond values JSON cannot carry. `portable`: what some store cannot keep
+ * alike (an own `__proto__` key, U+0000 in a string or key, a lone surrogate); `maxDepth`:
+ * nesting of objects and arrays, the root being level 1; `maxBytes`: UTF-8 bytes of the text.
+ */
+export interface Rules {
+  readonly portable: boolean
+  readonly maxDepth: number
+  readonly maxBytes: number
+}
+
+/** The canonical text (`dropped`: an `undefined` property was left out), or the first problem. */
+export type Walked =
+  | { readonly _tag: "Json"; readonly text: string; readonly dropped: boolean }
+  | { readonly _tag: "Refused"; readonly path: ReadonlyArray<string | number>; readonly message: string }
+
+const lenient: Rules = { portable: false, maxDepth: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY }
+
+/** One open object or array: its keys (objects, sorted) and the key or index being written. */
+interface Frame {
+  readonly container: object
+  readonly keys: ReadonlyArray<string> | undefined
+  readonly length: number
+  index: number
+  at: string | number
+  wrote: boolean
+}
+
+/**
+ * `JSON.stringify` of a string, without the call for a short one that needs no escape (most
+ * argument values and keys): a call costs more than the loop.
+ */
+const quote = (s: string): string => {
+  if (s.length > 32) return JSON.stringify(s)
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(s)
+  }
+  return `"${s}"`
+}
+
+/** Depth from which `walk` looks for cycles (below it, a set of open containers costs more than it finds). */
+const CYCLE_DEPTH = 32
+
+/** Upper bound of UTF-8 bytes per UTF-16 unit of JSON text (a lone surrogate is refused or escaped). */
+const BYTES_PER_UNIT = 3
+
+/**
+ * Canonical JSON of a value, without recursion (any depth is safe): object keys sorted at every
+ * depth, no whitespace, `undefined` properties left out as `JSON.stringify` does. Refuses what
+ * JSON cannot carry (`undefined` in an array, functions, symbols, bigints, non-finite numbers,
+ * objects that are not plain, cycles) and what `rules` refuse, with the path of the first problem.
+ * The work is bounded by `maxBytes`: a shared subtree written twice counts twice.
+ */
+export const walk = (value: unknown, rules: Rules): Walked => {
+  const stack: Array<Frame> = []
+  // the open containers, tracked from CYCLE_DEPTH on: a cycle nests without end, so it gets there
+  let open: Set<object> | undefined
+  let out = ""
+  let dropped = false
+  // the path of the value being written: each open frame's key or index
+  const refuse = (message: string): Walked => ({ _tag: "Refused", path: stack.map((frame) => frame.at), message })
+  // the path of the top frame's object, for a problem with one of its keys
+  const refuseKey = (message: string, key?: string): Walked => {
+    const path: Array<string | number> = stack.slice(0, -1).map((frame) => frame.at)
+    if (key !== undefined) path.push(key)
+    return { _tag: "Refused", path, message }
+  }
+  const tooLarge = (): Walked => ({
+    _tag: "Refused",
+    path: [],
+    message: `canonical JSON must be at most ${rules.maxBytes} bytes (UTF-8)`
+  })
+  // the value to write next, and its position (the top frame's `at`)
+  let next: unknown = value
+  let hasNext = true
+  for (;;) {
+    if (hasNext) {
+      hasNext = false
+      const v = next
+      switch (typeof v) {
+        case "string": {
+          if (rules.portable) {
+            const problem = portableStringProblem(v)
+            if (problem !== undefined) return refuse(problem)
+          }
+          out += quote(v)
+          break
+        }
+        case "number":
+          if (!Number.isFinite(v)) return refuse("must be a finite number")
+          out += JSON.stringify(v)
+          break
+        case "boolean":
+          out += v ? "true" : "false"
+          break
+        case "object": {
+          if (v === null) {
+            out += "null"
+            break
+          }
+          if (open === undefined && stack.length >= CYCLE_DEPTH) open = new Set(stack.map((frame) => frame.container))
+          if (open?.has(v)) return refuse("must not contain itself (a cycle)")
+          if (stack.length + 1 > rules.maxDepth) return refuse(`must be nested at most ${rules.maxDepth} levels deep`)
+          if (Array.isArray(v)) {
+            out += "["
+            stack.push({ container: v, keys: undefined, length: v.length, index: 0, at: 0, wrote: false })
+          } else {
+            const proto = Object.getPrototypeOf(v)
+            if (proto !== Object.prototype && proto !== null) return refuse("must be a plain JSON object")
+            const keys = Object.keys(v)
+            // each written key takes at least 4 bytes (`"":0`): refuse before sorting a huge object
+            if (out.length + keys.length * 4 > rules.maxBytes) return tooLarge()
+            out += "{"
+            stack.push({ container: v, keys: keys.sort(), length: keys.length, index: 0, at: "", wrote: false })
+          }
+          open?.add(v)
+          break
+        }
+        case "undefined":
+          return refuse("must not be undefined inside an array (JSON has no undefined)")
+        default:
+          return refuse(`must be a JSON value, got a ${typeof v}`)
+      }
+      if (out.length > rules.maxBytes) return tooLarge()
+    }
+    const top = stack[stack.length - 1]
+    if (top === undefined) break
+    if (top.index >= top.length) {
+      out += top.keys === undefined ? "]" : "}"
+      stack.pop()
+      open?.delete(top.container)
+      continue
+    }
+    const i = top.index++
+    if (top.keys === undefined) {
+      if (i > 0) out += ","
+      top.at = i
+      next = (top.container as ReadonlyArray<unknown>)[i]
+    } else {
+      const key = top.keys[i]!
+      const v = (top.container as Record<string, unknown>)[key]
+      if (v === undefined) {
+        dropped = true
+        continue
+      }
+      if (rules.portable) {
+        if (key === "__proto__") return refuseKey("an own __proto__ key is not allowed (stores would drop or reject it)", key)
+        const problem = portableStringProblem(key)
+        if (problem !== undefined) return refuseKey(`a key ${problem}`)
+      }
+      if (top.wrote) out += ","
+      top.wrote = true
+      top.at = key
+      out += `${quote(key)}:`
+      next = v
+    }
+    hasNext = true
+  }
+  if (out.length * BYTES_PER_UNIT > rules.maxBytes && Buffer.byteLength(out, "utf8") > rules.maxBytes) {
+    return tooLarge()
+  }
+  return { _tag: "Json", text: out, dropped }
+}
 
 /**
  * Canonical JSON: object keys sorted at every depth, no whitespace. Two argument objects that are
  * deep-equal regardless of key order produce the same text, and so the same digest.
- * Returns `undefined` for values JSON cannot carry (undefined, functions, symbols, bigints,
- * non-finite numbers, cycles) so callers can reject them with their own typed error.
+ * `undefined` properties are absent, as in JSON. Returns `undefined` for values JSON cannot
+ * carry (undefined in an array, functions, symbols, bigints, non-finite numbers, cycles) so
+ * callers can reject them with their own typed error.
  */
 export const canonicalJson = (value: unknown): string | undefined => {
-  const seen = new Set<object>()
-  const write = (v: unknown): string | undefined => {
-    switch (typeof v) {
-      case "string":
-        return JSON.stringify(v)
-      case "boolean":
-        return v ? "true" : "false"
-      case "number":
-        return Number.isFinite(v) ? JSON.stringify(v) : undefined
-      case "object": {
-        if (v === null) return "null"
-        if (seen.has(v)) return undefined
-        seen.add(v)
-        let out: string | undefined
-        if (Array.isArray(v)) {
-          const parts: Array<string> = []
-          for (const item of v) {
-            const s = write(item)
-            if (s === undefined) return undefined
-            parts.push(s)
-          }
-          out = `[${parts.join(",")}]`
-        } else {
-          const proto = Object.getPrototypeOf(v)
-          if (proto !== Object.prototype && proto !== null) return undefined
-          const keys = Object.keys(v).sort()
-          const parts: Array<string> = []
-          for (const key of keys) {
-            const s = write((v as Record<string, unknown>)[key])
-            if (s === undefined) return undefined
-            parts.push(`${JSON.stringify(key)}:${s}`)
-          }
-          out = `{${parts.join(",")}}`
-        }
-        seen.delete(v)
-        return out
-      }
-      default:
-        return undefined
-    }
-  }
-  return write(value)
+  if (value === undefined) return undefined
+  const walked = walk(value, lenient)
+  return walked._tag === "Json" ? walked.text : undefined
 }
 
 /** SHA-256 (hex) of a text: collision-resistant, because an approval is bound to it. */
 export const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")
 
+/** At most this many UTF-8 bytes for a JSON number (`-1.7976931348623157e+308` is 24). */
+const NUMBER_BYTES = 24
+
 /**
- * A cheap, allocation-free check that a value is plain JSON (the hot path's guard). Depth-limited
- * instead of cycle-tracking: anything deeper is left to `canonicalJson` to judge.
+ * What is left of `budget` bytes after `v`'s canonical text (an upper bound of it), or -1 when
+ * `walk` might refuse or change `v` (an `undefined` property, a key or string `walk` would refuse,
+ * the bound over budget, nesting over `maxDepth`). Recursion is bounded by `maxDepth`, the work
+ * by `budget`.
  */
-export const isPlainJson = (value: unknown, depth = 0): boolean => {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return true
+const remaining = (v: unknown, depth: number, maxDepth: number, budget: number): number => {
+  switch (typeof v) {
+    case "string": {
+      if (!isPortableString(v)) return -1
+      // every unit is written in at most 6 bytes (\u001f); near the limit, measure
+      const bound = 2 + 6 * v.length
+      const left = budget - (bound <= budget ? bound : Buffer.byteLength(JSON.stringify(v), "utf8"))
+      return left >= 0 ? left : -1
+    }
     case "number":
-      return Number.isFinite(value)
+      return Number.isFinite(v) && budget >= NUMBER_BYTES ? budget - NUMBER_BYTES : -1
+    case "boolean":
+      return budget >= 5 ? budget - 5 : -1
     case "object": {
-      if (value === null) return true
-      if (depth > 32) return false
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false
-        return true
+      let left = budget - 4
+      if (left < 0) return -1
+      if (v === null) return left
+      if (depth > maxDepth) return -1
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          left = remaining(v[i], depth + 1, maxDepth, left - 1)
+          if (left < 0) return -1
+        }
+        return left
       }
-      const proto = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) return false
-      for (const key in value) {
-        if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false
+      const proto = Object.getPrototypeOf(v)
+      if (proto !== Object.prototype && proto !== null) return -1
+      // for-in visits every own enumerable key Object.keys gives (and inherited ones: stricter)
+      for (const key in v) {
+        const item = (v as Record<string, unknown>)[key]
+        if (item === undefined || key === "__proto__" || !isPortableString(key)) return -1
+        left = remaining(item, depth + 1, maxDepth, left - 4 - 6 * key.length)
+        if (left < 0) return -1
       }
-      return true
+      return left
     }
     default:
-      return false
+      return -1
   }
 }
+
+/**
+ * The hot path's guard for arguments: `true` only when `walk` under the same limits (and
+ * `portable`) accepts `value` as it is, with nothing to drop. It adds up an upper bound of the
+ * canonical size instead of writing it, and says `false` for anything unusual, to let `walk`
+ * decide and name the problem.
+ */
+export const fitsPortable = (value: object, maxDepth: number, maxBytes: number): boolean =>
+  remaining(value, 1, maxDepth, maxBytes) >= 0
