@@ -13,7 +13,7 @@ import { Schema } from "effect"
 import { RuleRef, SessionScope } from "./Decision.js"
 import { canonicalJson } from "./internal/canonical.js"
 import { TtlMillis } from "./Limits.js"
-import { ToolArgs, ToolCall } from "./ToolCall.js"
+import { OptionalToolArgs, type ToolArgs, ToolCall } from "./ToolCall.js"
 
 /**
  * @since 0.1.0
@@ -51,7 +51,7 @@ export const ApprovalResponse = Schema.Struct({
   reason: Schema.optional(Schema.String),
   respondedBy: Schema.optional(Schema.String),
   scope: Schema.optional(SessionScope),
-  editedArgs: Schema.optional(ToolArgs),
+  editedArgs: Schema.optionalWith(OptionalToolArgs, { exact: true }),
   /** for `approve_session`: the session approval lapses after this many milliseconds */
   sessionTtlMs: Schema.optional(TtlMillis)
 })
@@ -74,7 +74,7 @@ export const Resolution = Schema.Struct({
   reason: Schema.optional(Schema.String),
   respondedBy: Schema.optional(Schema.String),
   /** arguments the approver substituted; the tool runs with these */
-  editedArgs: Schema.optional(ToolArgs),
+  editedArgs: Schema.optionalWith(OptionalToolArgs, { exact: true }),
   /** `policy` when the outcome is the policy's, not the human's (an edit the policy denies) */
   deniedBy: Schema.optional(Schema.Literal("policy")),
   /** for `approve_session`: the scope and lifetime the approver asked for */

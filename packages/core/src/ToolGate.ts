@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Chunk, Clock, Context, Deferred, Duration, Effect, Layer, Option, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
+import { Chunk, Clock, Context, Deferred, Duration, Effect, Either, Layer, Option, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ApprovalRequest from "./ApprovalRequest.js"
 import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval, type Recorded } from "./ApprovalStore.js"
@@ -90,6 +90,8 @@ export interface Options {
   readonly sweepInterval?: Duration.DurationInput | undefined
   /** how long before expiry an `approval.expiring` warning is emitted (default 1 minute, at most half the TTL) */
   readonly warnBefore?: Duration.DurationInput | undefined
+  /** bounds on ids and arguments of calls and edits (default `Limits.defaultCallLimits`) */
+  readonly limits?: Limits.CallLimitsInput | undefined
 }
 
 /**
@@ -141,7 +143,7 @@ export interface Service {
   readonly getRequest: (
     requestId: string
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
-  /** Pending requests, oldest first, of one session or all. */
+  /** Pending requests, oldest first, of one session or all (none for a key no call can have). */
   readonly pending: (
     options?: { readonly sessionKey?: string | undefined }
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
@@ -168,9 +170,9 @@ export interface Service {
     sessionKey: string,
     approved: boolean,
     options?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
-  ) => Effect.Effect<void, InvalidDuration | PersistenceError>
+  ) => Effect.Effect<void, InvalidDuration | InvalidToolCall | PersistenceError>
   /** Revokes the session approvals of one session, or of all sessions; returns how many. */
-  readonly clearApprovals: (sessionKey?: string, actor?: string) => Effect.Effect<number, PersistenceError>
+  readonly clearApprovals: (sessionKey?: string, actor?: string) => Effect.Effect<number, InvalidToolCall | PersistenceError>
   /** Active session approvals of one session or all. */
   readonly sessionApprovals: (
     sessionKey?: string
@@ -340,7 +342,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const hub = yield* PubSub.unbounded<AuditEvent.AuditEvent>()
     const waiters = new Map<string, Set<Deferred.Deferred<void>>>()
 
-    const decodeCall = (input: ToolCall.ToolCallInput) => ToolCall.decode(input)
+    // limits out of range are a programming error in the gate's options, not a runtime condition
+    const limits = yield* Effect.orDie(Limits.callLimits(options.limits))
+    const decodeCall = (input: ToolCall.ToolCallInput) => ToolCall.decode(input, limits)
+    /** A session key given on its own: refused for writes; reads of a key no call can have find nothing. */
+    const sessionKeyOf = (sessionKey: string) => ToolCall.decodeSessionKey(sessionKey, limits)
 
     // --- decisions ------------------------------------------------------------------------------
 
@@ -861,6 +867,10 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           return yield* new InvalidResponse({ problems: problemsOf(decoded.left) })
         }
         const response = decoded.right
+        if (response.editedArgs !== undefined) {
+          const edited = ToolCall.decodeArgs(response.editedArgs, { limits, path: "editedArgs" })
+          if (Either.isLeft(edited)) return yield* new InvalidResponse({ problems: edited.left })
+        }
         if (response.scope !== undefined && response.decision !== "approve_session") {
           return yield* invalidResponse("scope", "scope applies only to approve_session")
         }
@@ -972,6 +982,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
     ) =>
       Effect.gen(function*() {
+        if (Either.isLeft(sessionKeyOf(sessionKey))) return false
         const now = yield* Clock.currentTimeMillis
         const projection = yield* Ref.get(index)
         if (call === undefined) {
@@ -998,6 +1009,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       recordOptions?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
     ) =>
       Effect.gen(function*() {
+        yield* sessionKeyOf(sessionKey)
         const ttlMs = recordOptions?.ttl !== undefined ? yield* Limits.ttlMillis("ttl", recordOptions.ttl) : undefined
         const now = yield* Clock.currentTimeMillis
         const toolName = ToolCall.normalizeName(toolId)
@@ -1031,6 +1043,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     const clearApprovals = (sessionKey?: string, actor?: string) =>
       Effect.gen(function*() {
+        if (sessionKey !== undefined) yield* sessionKeyOf(sessionKey)
         const now = yield* Clock.currentTimeMillis
         const revoked = yield* store.revokeWhere({ sessionKey }, now, {
           at: now,
@@ -1165,14 +1178,19 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       awaitDecision,
       resume,
       getRequest,
-      pending: (pendingOptions) => store.listPending(pendingOptions),
+      pending: (pendingOptions) =>
+        pendingOptions?.sessionKey !== undefined && Either.isLeft(sessionKeyOf(pendingOptions.sessionKey))
+          ? Effect.succeed([])
+          : store.listPending(pendingOptions),
       extend,
       sweep,
       hasApproval,
       recordApproval,
       clearApprovals,
       sessionApprovals: (sessionKey) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => store.sessionApprovals({ sessionKey, activeAt: now })),
+        sessionKey !== undefined && Either.isLeft(sessionKeyOf(sessionKey))
+          ? Effect.succeed([])
+          : Effect.flatMap(Clock.currentTimeMillis, (now) => store.sessionApprovals({ sessionKey, activeAt: now })),
       revokeApproval,
       createApprovalRequest,
       audit: Stream.fromPubSub(hub),

@@ -72,7 +72,11 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const gate = yield* ToolGate.ToolGate
     const clear = (sessionKey: string) =>
       Effect.flatMap(Auth.approverFor(sessionKey, sessionNotFound), (approver) =>
-        Effect.map(gate.clearApprovals(sessionKey, approver.name), (cleared) => ({ sessionKey, cleared })))
+        gate.clearApprovals(sessionKey, approver.name).pipe(
+          Effect.map((cleared) => ({ sessionKey, cleared })),
+          // a key the gate refuses (too long for its limits) names no session there can be
+          Effect.catchTag("InvalidToolCall", () => Effect.fail(sessionNotFound()))
+        ))
     return handlers
       .handle("list", ({ path }) =>
         Effect.zipRight(Auth.readerFor(path.sessionKey, sessionNotFound), gate.sessionApprovals(path.sessionKey)))

@@ -169,10 +169,9 @@ for (const { name, open } of stores) {
         }).pipe(Effect.provide(services))
       }))
 
-    // Red until ApprovalRequest.ApprovalResponse declares `editedArgs` with
-    // `Schema.optionalWith(ToolCall.OptionalToolArgs, { exact: true })`: `Schema.optional(ToolArgs)`
-    // adds an `undefined` member whose refusal quotes the value, which overflows the stack.
-    test.todo(`edited arguments nested 100,000 levels deep are InvalidResponse (${name})`, () =>
+    // `Schema.optional(ToolArgs)` added an `undefined` member whose refusal quoted the value, which
+    // overflowed the stack; `editedArgs` is now exact-optional.
+    test(`edited arguments nested 100,000 levels deep are InvalidResponse (${name})`, () =>
       Effect.runPromise(Effect.scoped(Effect.gen(function*() {
         const { services } = yield* buildBoth(open)
         yield* Effect.gen(function*() {

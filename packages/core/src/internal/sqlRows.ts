@@ -3,7 +3,10 @@ import { ApprovalRequest, Resolution, Status } from "../ApprovalRequest.js"
 import { type AuditEvent, EventType, Outcome, UnsequencedEvent } from "../AuditEvent.js"
 import { Recorded, RuleRef, RuleSource, SessionScope } from "../Decision.js"
 import { SessionApproval } from "../SessionApproval.js"
+import { maxCallLimits } from "../Limits.js"
 import { ToolCall } from "../ToolCall.js"
+import { isCleanText } from "./callText.js"
+import { fitsPortable } from "./canonical.js"
 
 /**
  * Rows <-> entities. Each row holds its entity as JSON text; decoding it with the entity's
@@ -77,6 +80,9 @@ const isString = (u: unknown): u is string => typeof u === "string"
 const isNumber = (u: unknown): u is number => typeof u === "number"
 /** `NonEmptyTrimmedString` (the branded ids) */
 const isId = (u: unknown): u is string => typeof u === "string" && u.length > 0 && u.trim() === u
+// A call's ids and text, as its schema accepts them under the widest limits a gate may set
+const isCallId = (u: unknown): u is string => isId(u) && isCleanText(u, maxCallLimits.maxIdLength)
+const isCallText = (maxLength: number) => (u: unknown) => typeof u === "string" && isCleanText(u, maxLength)
 /** absent (JSON has no `undefined`) or passing `check` */
 const optional = (u: unknown, check: (u: unknown) => boolean) => u === undefined || check(u)
 const oneOf = (literals: ReadonlyArray<unknown>) => {
@@ -92,7 +98,8 @@ const onlyKeys = (keys: ReadonlyArray<string>) => {
   }
 }
 /** `ToolArgs` of parsed JSON: any object (JSON values are plain); `__proto__` is left to the Schema */
-const isArgs = (u: unknown) => isObject(u) && !Object.hasOwn(u, "__proto__")
+const isArgs = (u: unknown) =>
+  isObject(u) && fitsPortable(u as object, maxCallLimits.maxDepth, maxCallLimits.maxArgsBytes)
 
 const isRuleSource = oneOf(RuleSource.literals)
 const isScope = oneOf(SessionScope.literals)
@@ -105,11 +112,13 @@ const isVia = oneOf(["policy", "sessionApproval", "default"])
 
 const toolCallKeys = onlyKeys(["id", "name", "args", "sessionKey", "agentId", "intentId", "userId", "workingDirectory"])
 const isToolCall = (u: unknown) =>
-  isObject(u) && toolCallKeys(u) && isId(u.id) && isId(u.name) &&
+  isObject(u) && toolCallKeys(u) && isCallId(u.id) && isCallId(u.name) &&
   // absent args decode to {}, which the parsed value lacks: the Schema fills them in
-  isArgs(u.args) && isId(u.sessionKey) &&
-  optional(u.agentId, isString) && optional(u.intentId, isString) && optional(u.userId, isString) &&
-  optional(u.workingDirectory, isString)
+  isArgs(u.args) && isCallId(u.sessionKey) &&
+  optional(u.agentId, isCallText(maxCallLimits.maxIdLength)) &&
+  optional(u.intentId, isCallText(maxCallLimits.maxIdLength)) &&
+  optional(u.userId, isCallText(maxCallLimits.maxIdLength)) &&
+  optional(u.workingDirectory, isCallText(maxCallLimits.maxPathLength))
 
 const ruleKeys = onlyKeys(["id", "source"])
 const isRule = (u: unknown) => isObject(u) && ruleKeys(u) && isString(u.id) && isRuleSource(u.source)
@@ -153,7 +162,7 @@ const approvalKeys = onlyKeys([
   "createdAt", "expiresAt", "revokedAt", "seq"
 ])
 const isApproval = (u: unknown) =>
-  isObject(u) && approvalKeys(u) && isId(u.id) && isId(u.sessionKey) && isString(u.toolName) &&
+  isObject(u) && approvalKeys(u) && isId(u.id) && isCallId(u.sessionKey) && isString(u.toolName) &&
   isScope(u.scope) && optional(u.argsDigest, isString) && optional(u.args, isString) &&
   optional(u.workingDirectory, isString) && optional(u.grantedBy, isString) && optional(u.requestId, isString) &&
   isNumber(u.createdAt) && optional(u.expiresAt, isNumber) && optional(u.revokedAt, isNumber) && isNumber(u.seq)
@@ -252,16 +261,10 @@ const makeCodec = <A, I>(
   }
 }
 
-/**
- * Tool arguments are kept as they are, except an argument named `__proto__`: the Schema's record
- * encoding drops it (it assigns keys), so such arguments take the Schema path, to write what it
- * writes.
- */
-const pickArgs: Pick = (args) => Object.hasOwn(args, "__proto__") ? undefined : args
 const pickRequest = picker(ApprovalRequest.fields, {
-  toolCall: picker(ToolCall.fields, { args: pickArgs }),
+  toolCall: picker(ToolCall.fields),
   rule: picker(RuleRef.fields),
-  resolution: picker(Resolution.fields, { editedArgs: pickArgs })
+  resolution: picker(Resolution.fields)
 })
 const pickEvent = picker(UnsequencedEvent.fields)
 const pickApproval = picker(SessionApproval.fields)
