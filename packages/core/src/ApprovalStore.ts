@@ -146,8 +146,11 @@ export interface Service {
   ) => Effect.Effect<ResolveResult, PersistenceError>
   /** Records the pre-expiry warning once. `false` when already warned or no longer pending. */
   readonly markWarned: (requestId: RequestId, event: UnsequencedEvent) => Effect.Effect<boolean, PersistenceError>
-  /** Spends an approved request: `true` for the one caller that may run the tool. */
-  readonly consume: (requestId: RequestId, at: number) => Effect.Effect<boolean, PersistenceError>
+  /**
+   * Spends an approved request: `true` for the one caller that may run the tool. `event` (an
+   * enforcement denial) commits with the spending, and only with it.
+   */
+  readonly consume: (requestId: RequestId, at: number, event?: UnsequencedEvent) => Effect.Effect<boolean, PersistenceError>
   readonly getRequest: (requestId: RequestId) => Effect.Effect<Option.Option<ApprovalRequest>, PersistenceError>
   readonly findByToolCall: (
     sessionKey: string,
@@ -349,12 +352,17 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
             Effect.map((result) => result._tag === "Resolved")
           )
       ),
-    consume: (requestId, at) =>
-      Effect.sync(() => {
+    consume: (requestId, at, event) =>
+      Effect.suspend(() => {
         const request = requests.get(requestId)
-        if (request === undefined || request.status !== "approved" || request.consumedAt !== undefined) return false
-        requests.set(requestId, { ...request, consumedAt: at })
-        return true
+        if (request === undefined || request.status !== "approved" || request.consumedAt !== undefined) {
+          return Effect.succeed(false)
+        }
+        return committed(() => {
+          requests.set(requestId, { ...request, consumedAt: at })
+          if (event !== undefined) sequence(event)
+          return true
+        })
       }),
     getRequest: (requestId) => Effect.sync(() => Option.fromNullable(requests.get(requestId))),
     findByToolCall: (sessionKey, toolCallId) =>

@@ -634,8 +634,17 @@ export const make = (
           (result) => result._tag === "Applied"
         ),
 
-      consume: (requestId, at) =>
-        write("consume", Effect.map(exec(q.consume, [at, at, requestId]), (rows) => rows.length > 0), () => undefined, true),
+      consume: (requestId, at, event) =>
+        event === undefined
+          ? write("consume", Effect.map(exec(q.consume, [at, at, requestId]), (rows) => rows.length > 0), () => undefined, true)
+          : write(
+            "consume",
+            Effect.gen(function*() {
+              const spent = (yield* exec(q.consume, [at, at, requestId])).length > 0
+              return spent ? { spent, seq: (yield* insertEvent(event)).seq } : { spent, seq: undefined }
+            }),
+            (result) => result.seq
+          ).pipe(Effect.map((result) => result.spent)),
 
       getRequest: (requestId) => read("getRequest", requestById(requestId)),
 

@@ -555,20 +555,17 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           rule: verdict.rule.id,
           requestId: request.requestId
         })
-        // spent, so that it can never run later; audited once, by the caller that spent it
-        return Effect.flatMap(store.consume(request.requestId, now), (spent) =>
-          Effect.zipRight(
-            spent
-              ? Effect.asVoid(store.append([{
-                ...decisionEvent(runs, verdict, now, ToolCall.canonicalArgs(request.toolCall.args)),
-                requestId: request.requestId,
-                ...(request.resolution?.editedArgs !== undefined
-                  ? { editedArgs: ToolCall.canonicalArgs(request.resolution.editedArgs) }
-                  : {})
-              }]))
-              : Effect.void,
-            Effect.fail(denied)
-          ))
+        // spent, so that it can never run later, and audited in the same transaction, once
+        return Effect.zipRight(
+          store.consume(request.requestId, now, {
+            ...decisionEvent(runs, verdict, now, ToolCall.canonicalArgs(request.toolCall.args)),
+            requestId: request.requestId,
+            ...(request.resolution?.editedArgs !== undefined
+              ? { editedArgs: ToolCall.canonicalArgs(request.resolution.editedArgs) }
+              : {})
+          }),
+          Effect.fail(denied)
+        )
       }
       return Effect.flatMap(store.consume(request.requestId, now), (spent) =>
         spent
