@@ -77,8 +77,8 @@ describe("docs/policy.md", () => {
       const args = new Function(`return (${argsText})`)() as Record<string, unknown>
       const agentId = agent ?? (from !== undefined ? "coder-7" : undefined)
       const decision = policy.evaluate({ name: name!, args, ...(agentId !== undefined ? { agentId } : {}) })
-      const tag = { allow: "Allow", deny: "Deny", requireApproval: "RequireApproval" }[outcome!]
-      expect([row, decision._tag]).toEqual([row, tag])
+      const tags: Record<string, string> = { allow: "Allow", deny: "Deny", requireApproval: "RequireApproval" }
+      expect([row, decision._tag]).toEqual([row, tags[outcome!]])
       expect([row, decision._tag === "Allow" ? decision.rule?.id : decision.rule.id]).toEqual([row, rule])
     }
   })
