@@ -11,6 +11,7 @@
  * Exit code: 0 when every step ran, 1 when packing failed (a release would fail too).
  */
 import { spawnSync } from "node:child_process"
+import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -23,16 +24,23 @@ const run = (command, args) =>
 console.log("## Pending changesets (changeset status --verbose)\n")
 // `npm run` puts node_modules/.bin on the PATH
 const status = run("changeset", ["status", "--verbose"])
-process.stdout.write(status.stdout ?? "")
-process.stdout.write(status.stderr ?? "")
 if (status.error !== undefined) {
   console.error(`release:dry: cannot run changeset (${status.error.message}); run it with npm run release:dry`)
   process.exit(1)
 }
-if (status.status !== 0) {
-  // `status` fails when packages changed since the base branch without a changeset: a release
-  // would publish the current versions as they are, so go on and show them.
-  console.log("\n(changeset status failed: add a changeset with `npx changeset` before releasing these changes)")
+if (status.status === 0) process.stdout.write(status.stdout + status.stderr)
+else {
+  // `status` compares with the base branch: it fails when packages changed since then without a
+  // changeset, or when the clone has no base branch. The changesets themselves are still here.
+  const reason = `${status.stdout}${status.stderr}`.split("\n").find((line) => line.includes("error")) ?? ""
+  console.log(`changeset status failed (it compares with the base branch): ${reason.replace(/^.*?error\s+/, "")}`)
+  const dir = join(root, ".changeset")
+  const pending = readdirSync(dir).filter((file) => file.endsWith(".md") && file !== "README.md")
+  if (pending.length === 0) console.log("No pending changesets: the packages would be published at their current versions.")
+  for (const file of pending) {
+    const front = /^---\n([\s\S]*?)\n---/.exec(readFileSync(join(dir, file), "utf8"))?.[1] ?? ""
+    console.log(`.changeset/${file}: ${front.split("\n").join(", ")}`)
+  }
 }
 
 console.log("\n## What npm would publish (npm publish --dry-run --workspaces)\n")
