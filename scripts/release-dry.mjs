@@ -45,10 +45,11 @@ else {
 
 console.log("\n## What npm would publish (npm publish --dry-run --workspaces)\n")
 const publish = run(npm, ["publish", "--dry-run", "--json", "--workspaces"])
-const start = publish.stdout.search(/^\{$/m)
+// one pretty-printed object for all packages, or one per package when they run a prepack
 let packed
 try {
-  packed = start === -1 ? undefined : JSON.parse(publish.stdout.slice(start))
+  const objects = [...publish.stdout.matchAll(/^\{\n[\s\S]*?\n\}$/gm)].map(([text]) => JSON.parse(text))
+  packed = objects.length === 0 ? undefined : Object.assign({}, ...objects)
 } catch {
   packed = undefined
 }
@@ -70,4 +71,8 @@ for (const item of Object.values(packed)) {
   console.log(`${item.id}  ${item.entryCount} files, ${kB(item.size)} packed, ${kB(item.unpackedSize)} unpacked  (${where})`)
   for (const file of item.files) console.log(`    ${file.path}`)
 }
+const warnings = new Set(
+  publish.stderr.split("\n").filter((line) => line.startsWith("npm warn") && !line.includes("logged in"))
+)
+if (warnings.size > 0) console.log(`\nnpm's warnings while packing:\n${[...warnings].join("\n")}`)
 console.log("\nNothing was published. To release: `npx changeset version`, commit, then `npx changeset publish`.")
