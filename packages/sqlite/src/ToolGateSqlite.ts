@@ -68,7 +68,9 @@ const loadDriver: Effect.Effect<Driver, ToolGateError.PersistenceError> = Effect
     new ToolGateError.PersistenceError({
       operation: "loading the SQLite driver",
       cause: new Error(
-        `${driverPackage} could not be loaded (${installLine}): ${cause instanceof Error ? cause.message : String(cause)}`
+        `${driverPackage} is needed and could not be loaded; install it (${installLine}): ${
+          cause instanceof Error ? cause.message : String(cause)
+        }`
       )
     })
 })
