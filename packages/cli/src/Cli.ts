@@ -651,7 +651,7 @@ const serve = Command.make(
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Serve the approval API (and its console) over the SQLite file"))
 
-// The CLI's sources and its bundle (build/toolgate.mjs) both sit two levels below the repository.
+// The CLI's sources and its bundle (dist/toolgate.mjs) both sit two levels below the repository.
 const examples = fileURLToPath(new URL("../../../examples/", import.meta.url))
 
 const demo = Command.make("demo", {}, () =>
