@@ -80,7 +80,7 @@ const targets: Record<string, ReadonlyArray<Target>> = {
 type Line = { readonly workload: string; readonly skipped?: string } & Record<string, unknown>
 
 const runOnce = async (file: string): Promise<Array<Line>> => {
-  const child = Bun.spawn([process.execPath, file], { stdout: "pipe", stderr: "inherit", env: process.env })
+  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", file], { stdout: "pipe", stderr: "inherit", env: process.env })
   const out = await new Response(child.stdout).text()
   if ((await child.exited) !== 0) throw new Error(`${file} failed`)
   return out.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Line)

@@ -379,7 +379,7 @@ const runAgainst = async <E>(
   target: string,
   storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
 ) => {
-  const child = Bun.spawn([process.execPath, import.meta.path, "serve", kind, target], {
+  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", import.meta.path, "serve", kind, target], {
     stdout: "pipe",
     stderr: "inherit",
     env: process.env

@@ -25,7 +25,7 @@ const step = (title: string, args: Array<string>): string => {
   console.log(`\n── ${title} ──\n$ ${cli ? "npx" : "bun"} ${args.join(" ")}`)
   const child = cli
     ? spawnSync("node", [toolgate, ...args.slice(1)], { cwd: root, encoding: "utf8" })
-    : spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" })
+    : spawnSync(process.execPath, ["--conditions=@tool-gate/source", ...args], { cwd: root, encoding: "utf8" })
   process.stdout.write(child.stdout)
   console.log(`(process ${child.pid} exited ${child.status})`)
   if (child.status !== 0) {

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url"
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
 const run = async (file: string) => {
-  const child = Bun.spawn([process.execPath, file], { cwd: root, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", file], { cwd: root, stdout: "pipe", stderr: "pipe" })
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

@@ -5,7 +5,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 
 test("the workflow example: suspended on a deploy, approved, denied, expired; twice in a row", async () => {
   for (const _ of [1, 2]) {
-    const child = Bun.spawn([process.execPath, "examples/workflow.ts"], { cwd: root, stdout: "pipe", stderr: "pipe" })
+    const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", "examples/workflow.ts"], { cwd: root, stdout: "pipe", stderr: "pipe" })
     const [stdout, stderr, code] = await Promise.all([
       new Response(child.stdout).text(),
       new Response(child.stderr).text(),

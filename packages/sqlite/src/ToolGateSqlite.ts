@@ -22,8 +22,8 @@
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
-import type { ApprovalStore, CheckpointStore, ToolGateError } from "@tool-gate/core"
-import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate } from "@tool-gate/core"
+import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
+import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate, ToolGateError } from "@tool-gate/core"
 import { Clock, Context, Duration, Effect, Layer, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
@@ -47,24 +47,48 @@ export interface Options extends StoreOptions, ToolGate.Options {}
 
 const isBun = typeof (globalThis as { readonly Bun?: unknown }).Bun !== "undefined"
 
+/** What the drivers' `SqliteClient.layer` share; typed here so no driver's types reach this package's `.d.ts`. */
+interface Driver {
+  readonly SqliteClient: {
+    readonly layer: (config: { readonly filename: string; readonly disableWAL: boolean }) => Layer.Layer<
+      SqlClient.SqlClient,
+      unknown
+    >
+  }
+}
+
+// `@effect/sql-sqlite-node` is a dependency; `@effect/sql-sqlite-bun` an optional peer, so on Bun a
+// missing driver is the user's install step to name, not a defect.
+const driverPackage = isBun ? "@effect/sql-sqlite-bun" : "@effect/sql-sqlite-node"
+const installLine = isBun ? "bun add @effect/sql-sqlite-bun" : "npm install @effect/sql-sqlite-node"
+
+const loadDriver: Effect.Effect<Driver, ToolGateError.PersistenceError> = Effect.tryPromise({
+  try: (): Promise<Driver> => isBun ? import("@effect/sql-sqlite-bun") : import("@effect/sql-sqlite-node"),
+  catch: (cause) =>
+    new ToolGateError.PersistenceError({
+      operation: "loading the SQLite driver",
+      cause: new Error(
+        `${driverPackage} could not be loaded (${installLine}): ${cause instanceof Error ? cause.message : String(cause)}`
+      )
+    })
+})
+
 /**
- * A `SqlClient` on the file, with the driver for the runtime this runs on.
+ * A `SqlClient` on the file, with the driver for the runtime this runs on (a driver that cannot
+ * be loaded is a `PersistenceError` naming the package to install).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, ToolGateError.PersistenceError> =>
   Layer.unwrapEffect(
-    Effect.promise(async () => {
+    Effect.map(loadDriver, (driver) => {
       mkdirSync(dirname(resolve(filename)), { recursive: true })
       // The store switches WAL on itself, so a damaged file surfaces as a PersistenceError, not a driver defect.
-      const config = { filename, disableWAL: true }
-      const driver = isBun
-        ? (await import("@effect/sql-sqlite-bun")).SqliteClient.layer(config)
-        : (await import("@effect/sql-sqlite-node")).SqliteClient.layer(config)
-      return Layer.map(driver, (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient)))
+      const client = driver.SqliteClient.layer({ filename, disableWAL: true }).pipe(Layer.orDie)
+      return Layer.map(client, (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient)))
     })
-  ).pipe(Layer.orDie)
+  )
 
 const wallClock = Clock.make()
 

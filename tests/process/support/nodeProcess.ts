@@ -22,6 +22,8 @@ export const workerScript = (entry = "gateWorker"): Promise<string> => {
         outdir,
         target: "node",
         format: "esm",
+        // the workspace packages' TypeScript sources, not their built dist
+        conditions: ["@tool-gate/source"],
         // the Bun driver is only imported under Bun; keep it (and its bun:sqlite) out of the Node bundle
         external: ["better-sqlite3", "@effect/sql-sqlite-bun", "bun:*"]
       })
@@ -57,7 +59,7 @@ export interface Worker {
 export const spawnWorker = async (args: Array<string>, options: WorkerOptions = {}): Promise<Worker> => {
   const entry = options.entry ?? "gateWorker"
   const command = options.runtime === "bun"
-    ? [process.execPath, `${root}tests/process/support/${entry}.ts`]
+    ? [process.execPath, "--conditions=@tool-gate/source", `${root}tests/process/support/${entry}.ts`]
     : ["node", await workerScript(entry)]
   const child = Bun.spawn([...command, ...args], { cwd: root, env: { ...process.env }, stdout: "pipe", stderr: "pipe" })
   const lines: Array<Line> = []
