@@ -77,19 +77,23 @@ const installed = (args: ReadonlyArray<string>, options: { readonly cwd: string;
 }
 
 describe.skipIf(offline)("the installed toolgate bin", () => {
-  test("the tarball carries the bundle and the console, not the sources; the bin is the bundle", () => {
+  test("the installed bin is the bundle, with the console's files beside it and the SQLite driver", () => {
     const pkg = join(prefix, "lib", "node_modules", "@tool-gate", "cli")
-    expect(readdirSync(pkg).sort()).toEqual(["dist", "node_modules", "package.json"])
+    expect(readdirSync(pkg).sort()).toEqual(["LICENSE", "README.md", "dist", "node_modules", "package.json", "src"])
     expect(readdirSync(join(pkg, "dist", "console")).sort()).toEqual(["console.css", "console.js", "index.html"])
     expect(statSync(join(prefix, "bin", "toolgate")).isFile()).toBe(true)
     // what the installed bin links to: the bundle itself, no launcher that could build
     const linked = spawnSync("readlink", ["-f", join(prefix, "bin", "toolgate")], { encoding: "utf8" }).stdout.trim()
     expect(linked).toBe(join(pkg, "dist", "toolgate.mjs"))
     // its registry dependency, the native SQLite driver, came with it
-    expect(readdirSync(join(pkg, "node_modules"))).toContain("better-sqlite3")
+    const dependencies = readdirSync(join(pkg, "node_modules"))
+    expect(dependencies).toContain("better-sqlite3")
+    // and nothing else of tool-gate's: the bundle carries the workspace and Effect (the library
+    // entry points' peers are optional, for apps that import @tool-gate/cli)
+    expect(dependencies.filter((name) => name === "effect" || name.startsWith("@effect") || name === "@tool-gate")).toEqual([])
     // and the runs below have Node on their PATH but no Bun
     const which = (name: string) => spawnSync("sh", ["-c", `command -v ${name}`], { env: { PATH: path }, encoding: "utf8" }).status
-    expect({ node: which("node"), bun: which("bun") }).toEqual({ node: 0, bun: 1 })
+    expect({ node: which("node") === 0, bun: which("bun") === 0 }).toEqual({ node: true, bun: false })
   })
 
   const users = isRoot ? [undefined, "nobody"] : [undefined]

@@ -9,7 +9,7 @@
 // Left outside: better-sqlite3 (native; a dependency of @tool-gate/cli, so installing the CLI
 // brings it) and the Bun SQLite driver, imported only when running under Bun.
 import { spawnSync } from "node:child_process"
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -23,7 +23,6 @@ export const bundle = join(dist, "toolgate.mjs")
 
 const consoleFiles = join(packages, "server", "src", "console")
 const consoleCopy = join(dist, "console")
-const license = join(packages, "..", "LICENSE")
 
 const newest = (path) => {
   const stat = statSync(path)
@@ -68,8 +67,6 @@ export const build = () => {
   }
   cpSync(consoleFiles, consoleCopy, { recursive: true })
   renameSync(partial, bundle)
-  // the repository's LICENSE is the one copy kept in git; the tarball carries it too
-  if (existsSync(license)) copyFileSync(license, join(cli, "LICENSE"))
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
