@@ -2,8 +2,9 @@
  * The published `toolgate` bin, installed as a user installs it: `npm pack` of @tool-gate/cli
  * (its `prepack` builds the bundle), `npm i -g --prefix` of the tarball in a temp folder outside
  * the repository (its registry dependencies come from the registry), then the installed bin under
- * plain Node, with no Bun on the PATH and nothing of the repository in reach: as this user and,
- * when this is root, as `nobody`, who can write neither the install nor its folders.
+ * plain Node, with no Bun on the PATH and nothing of the repository in reach: `--help`, `policy
+ * check` and `pending --db` as this user and, when this is root, as `nobody`, who can write neither
+ * the install nor its folders; `serve` with its web console.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { spawnSync } from "node:child_process"
@@ -95,6 +96,29 @@ describe.skipIf(offline)("the installed toolgate bin", () => {
     const which = (name: string) => spawnSync("sh", ["-c", `command -v ${name}`], { env: { PATH: path }, encoding: "utf8" }).status
     expect({ node: which("node") === 0, bun: which("bun") === 0 }).toEqual({ node: true, bun: false })
   })
+
+  test("serve: the API over the store and the web console, from the files shipped beside the bundle", async () => {
+    const tokens = JSON.stringify([{ name: "ana", token: "t-bin-0123456789abcdef0123456789", role: "approver" }])
+    const command = ["env", "-i", `PATH=${path}`, `TOOLGATE_TOKENS=${tokens}`, "node", join(prefix, "bin", "toolgate")]
+    const server = Bun.spawn([...command, "serve", "--db", store.db, "--port", "0"], { cwd: dir, stdout: "pipe", stderr: "pipe" })
+    try {
+      let text = ""
+      const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader()
+      while (!/serving (http:\S+)/.test(text)) {
+        const { done, value } = await reader.read()
+        if (done) throw new Error(`toolgate serve ended: ${await new Response(server.stderr).text()}`)
+        text += value
+      }
+      const origin = text.match(/serving (http:\S+)/)![1]!
+      const page = await fetch(`${origin}/console`)
+      expect(page.status).toBe(200)
+      expect(await page.text()).toStartWith("<!DOCTYPE html>")
+      expect((await fetch(`${origin}/console/console.js`)).status).toBe(200)
+    } finally {
+      server.kill("SIGTERM")
+      await server.exited
+    }
+  }, 60_000)
 
   const users = isRoot ? [undefined, "nobody"] : [undefined]
   for (const user of users) {
