@@ -1,8 +1,9 @@
 // Builds the published `toolgate` bin: one Node ESM file, dist/toolgate.mjs, with the workspace's
 // sources and their Effect dependencies inside, plus the web console's files beside it in
 // dist/console/ (the server reads them next to its own module, which in the bundle is this file).
-// Runs when the package is packed (`prepack`), when the repository is installed (`prepare`), and
-// from bin/toolgate.mjs inside a checkout whenever a source is newer than the bundle.
+// Runs when the package is packed (`prepack`, through `npm run build`), when the repository is
+// installed (`prepare`, so npm links the workspace's `toolgate` bin and `npx toolgate` finds it),
+// and from bin/toolgate.mjs inside a checkout whenever a source is newer than the bundle.
 //
 // Bun (a devDependency of the repository, pinned) bundles: it is already what the repository runs,
 // and it resolves the workspace's TypeScript sources through the `@tool-gate/source` condition.
