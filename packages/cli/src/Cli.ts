@@ -651,7 +651,7 @@ const serve = Command.make(
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Serve the approval API (and its console) over the SQLite file"))
 
-// The CLI's sources and its bundle (build/toolgate.mjs) both sit two levels below the repository.
+// The CLI's sources and its bundle (dist/toolgate.mjs) both sit two levels below the repository.
 const examples = fileURLToPath(new URL("../../../examples/", import.meta.url))
 
 const demo = Command.make("demo", {}, () =>
@@ -662,10 +662,10 @@ const demo = Command.make("demo", {}, () =>
         message: `the demo ships with the tool-gate repository (${script} not found); run it from a checkout`
       })
     }
-    // The demo's agent runs on Bun (installed from npm with the repository).
+    // The demo's agent runs on Bun (installed from npm with the repository), on the sources.
     const bun = join(dirname(createRequire(import.meta.url).resolve("bun/package.json")), "bin", "bun.exe")
     const code = yield* Effect.async<number>((resume) => {
-      const child = spawn(bun, [script], { cwd: dirname(examples), stdio: "inherit" })
+      const child = spawn(bun, ["--conditions=@tool-gate/source", script], { cwd: dirname(examples), stdio: "inherit" })
       child.on("exit", (status) => resume(Effect.succeed(status ?? ExitCode.internal)))
       child.on("error", () => resume(Effect.succeed(ExitCode.internal)))
       return Effect.sync(() => child.kill())

@@ -1,6 +1,7 @@
 /**
- * The `toolgate` command as users run it: real Node processes of the committed bin
- * (`packages/cli/bin/toolgate.mjs`, which builds its bundle on first use), against a SQLite file
+ * The `toolgate` command as users run it: real Node processes of the repository's launcher
+ * (`packages/cli/bin/toolgate.mjs`, which builds the published bundle, `dist/toolgate.mjs`, when a
+ * source is newer and runs it), against a SQLite file
  * in a temp dir or a `toolgate serve` process. Pending requests come from a gate in the test
  * process (Bun's driver) on the same file, as an agent process would create them.
  */
