@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Exit, Scope } from "effect"
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -164,11 +164,10 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
 
     const names = workspaceNames()
     expect(names).toEqual(["@tool-gate/ai", "@tool-gate/cli", "@tool-gate/core", "@tool-gate/pg", "@tool-gate/server", "@tool-gate/sqlite"])
-    const packed = succeeded(
-      "npm pack",
-      await run([npm!, "pack", ...names.flatMap((name) => ["-w", name]), "--pack-destination", tarballs, "--json"], root)
-    )
-    const files = (JSON.parse(packed.stdout) as Array<{ filename: string }>).map((entry) => join(tarballs, entry.filename))
+    // Each package's prepack builds it; what it prints may share stdout with npm's, so the tarballs
+    // are read from the folder rather than from `--json`.
+    succeeded("npm pack", await run([npm!, "pack", ...names.flatMap((name) => ["-w", name]), "--pack-destination", tarballs], root))
+    const files = readdirSync(tarballs).filter((file) => file.endsWith(".tgz")).map((file) => join(tarballs, file))
     expect(files).toHaveLength(names.length)
 
     const local = await prebuilds()
