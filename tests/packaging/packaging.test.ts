@@ -151,6 +151,7 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
   let app = ""
   let database = ""
   let requestId = ""
+  let files: Array<string> = []
   const scope = Effect.runSync(Scope.make())
 
   beforeAll(async () => {
@@ -167,7 +168,7 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     // Each package's prepack builds it; what it prints may share stdout with npm's, so the tarballs
     // are read from the folder rather than from `--json`.
     succeeded("npm pack", await run([npm!, "pack", ...names.flatMap((name) => ["-w", name]), "--pack-destination", tarballs], root))
-    const files = readdirSync(tarballs).filter((file) => file.endsWith(".tgz")).map((file) => join(tarballs, file))
+    files = readdirSync(tarballs).filter((file) => file.endsWith(".tgz")).map((file) => join(tarballs, file))
     expect(files).toHaveLength(names.length)
 
     const local = await prebuilds()
@@ -190,6 +191,38 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     if (scratch !== "") rmSync(scratch, { recursive: true, force: true })
   })
+
+  test("every tarball carries its build, README and LICENSE, exports built files only, and no tsconfig", async () => {
+    for (const file of files) {
+      const entries = succeeded("tar tzf", await run(["tar", "tzf", file], scratch)).stdout.trim().split("\n")
+      const manifest = JSON.parse(succeeded("tar xzf", await run(["tar", "xzfO", file, "package/package.json"], scratch)).stdout) as {
+        name: string
+        license?: string
+        engines?: { node?: string }
+        repository?: unknown
+        exports?: Record<string, unknown>
+      }
+      const name = manifest.name
+      expect({ name, readme: entries.includes("package/README.md"), license: entries.includes("package/LICENSE") }).toEqual({
+        name,
+        readme: true,
+        license: true
+      })
+      expect({ name, tsconfig: entries.filter((entry) => /\/tsconfig[^/]*\.json$/.test(entry)) }).toEqual({ name, tsconfig: [] })
+      expect({ name, license: manifest.license, node: manifest.engines?.node, repository: manifest.repository !== undefined }).toEqual({
+        name,
+        license: "MIT",
+        node: ">=20",
+        repository: true
+      })
+      // What a consumer resolves (every condition but the repository's own source one) is built JavaScript and declarations.
+      const targets = JSON.stringify(manifest.exports ?? {}, (key, value) => (key === "@tool-gate/source" ? undefined : value))
+      expect({ name, sources: targets.match(/"[^"]*\.ts"/g)?.filter((target) => !target.endsWith('.d.ts"')) ?? [] }).toEqual({
+        name,
+        sources: []
+      })
+    }
+  }, 60_000)
 
   test("the README quick start runs as plain .mjs under Node", async () => {
     const result = succeeded("node quickstart.mjs", await run([node!, "quickstart.mjs", database], app))
@@ -259,7 +292,7 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     }, 120_000)
 
     test("pending --db lists the request the quick start left in its SQLite file", async () => {
-      expect(requestId).not.toBe("")
+      if (requestId === "") throw new Error("the quick start left no pending request: see its own test")
       const result = succeeded("toolgate pending --db", await run([toolgate(), "pending", "--db", database], app))
       expect(result.stdout).toContain(requestId)
       expect(result.stdout).toContain("deploy")
