@@ -11,6 +11,7 @@
  */
 import { afterAll, beforeAll, describe, test } from "bun:test"
 import { Cause, Context, Effect, Exit, Layer, Scope, TestContext } from "effect"
+import type { TestServices } from "effect"
 
 type TestBody<R> = () => Effect.Effect<unknown, unknown, R>
 
@@ -24,10 +25,10 @@ const toPromise = <E>(effect: Effect.Effect<unknown, E>): Promise<void> =>
   })
 
 export interface Methods<R> {
-  readonly effect: (name: string, body: TestBody<R | import("effect/TestServices").TestServices>, timeout?: number) => void
+  readonly effect: (name: string, body: TestBody<R | TestServices.TestServices>, timeout?: number) => void
   readonly scoped: (
     name: string,
-    body: TestBody<R | Scope.Scope | import("effect/TestServices").TestServices>,
+    body: TestBody<R | Scope.Scope | TestServices.TestServices>,
     timeout?: number
   ) => void
   readonly live: (name: string, body: TestBody<R | Scope.Scope>, timeout?: number) => void

@@ -7,6 +7,7 @@
  *   resume  DB TOKEN [OWNER]                "completed" (text, turns), "paused", or "refused" (the error's tag)
  *   crash   DB TOKEN OWNER                  resume as OWNER and die (SIGKILL) right after a tool ran ("ran")
  */
+import type { AgentLoop } from "@tool-gate/ai"
 import { ToolGate } from "@tool-gate/core"
 import { Effect, Either } from "effect"
 import { agent, layer, task } from "../../../examples/release-agent.js"
@@ -14,7 +15,7 @@ import { agent, layer, task } from "../../../examples/release-agent.js"
 const [command, filename, ...rest] = process.argv.slice(2)
 const say = (value: object) => Effect.sync(() => console.log(JSON.stringify(value)))
 
-const report = (result: import("@tool-gate/ai").AgentLoop.Result) =>
+const report = (result: AgentLoop.Result) =>
   result._tag === "Paused"
     ? say({
       event: "paused",
@@ -24,7 +25,7 @@ const report = (result: import("@tool-gate/ai").AgentLoop.Result) =>
     })
     : say({ event: "completed", text: result.text, turns: result.turns })
 
-const dieAfterRun = (step: import("@tool-gate/ai").AgentLoop.Step) =>
+const dieAfterRun = (step: AgentLoop.Step) =>
   step._tag === "CallHandled" && step.outcome._tag === "Ran"
     ? Effect.zipRight(say({ event: "ran", tool: step.call.name }), Effect.sync(() => process.kill(process.pid, "SIGKILL")))
     : Effect.void

@@ -206,7 +206,7 @@ async function follow(signal) {
       if (!response.ok) throw new Error(`the audit stream answered ${response.status}`)
       setLive(true)
       await readEvents(response.body, handleEvent)
-    } catch (error) {
+    } catch {
       if (signal.aborted) return
     }
     setLive(false)
