@@ -27,20 +27,43 @@ const measure = (pattern: unknown, command: string, expected: string) => {
   const cpu = process.cpuUsage(cpu0)
   samples.sort((a, b) => a - b)
   const at = (p: number) => Number(samples[Math.floor((samples.length - 1) * p)]!.toFixed(3))
-  return { medianMs: at(0.5), p10Ms: at(0.1), p90Ms: at(0.9), cpuMsPerOp: Number(((cpu.user + cpu.system) / 1000 / RUNS).toFixed(3)) }
+  return {
+    medianMs: at(0.5),
+    p10Ms: at(0.1),
+    p90Ms: at(0.9),
+    cpuMsPerOp: Number(((cpu.user + cpu.system) / 1000 / RUNS).toFixed(3))
+  }
 }
 
 // literal pieces are found with indexOf; pieces with `?` are tried code point by code point
 const literal = "*r*m*-*r*f*/*e*t*c*/*x*"
 const withOne = "*r?*m?*-?*r?*f?*/?*e?*t?*c?*/?*x"
-console.log(JSON.stringify({ workload: "Glob 1 MB, ten stars, literal pieces, miss", ...measure(literal, miss, "Allow") }))
-console.log(JSON.stringify({ workload: "Glob 1 MB, ten stars, literal pieces, match", ...measure(literal, hit, "Deny") }))
-console.log(JSON.stringify({ workload: "Glob 1 MB, ten stars, ? pieces, miss", ...measure(withOne, `${miss}x`.replace(/\//g, ""), "Allow") }))
+console.log(
+  JSON.stringify({ workload: "Glob 1 MB, ten stars, literal pieces, miss", ...measure(literal, miss, "Allow") })
+)
+console.log(
+  JSON.stringify({ workload: "Glob 1 MB, ten stars, literal pieces, match", ...measure(literal, hit, "Deny") })
+)
+console.log(
+  JSON.stringify({
+    workload: "Glob 1 MB, ten stars, ? pieces, miss",
+    ...measure(withOne, `${miss}x`.replace(/\//g, ""), "Allow")
+  })
+)
 // every other position is a candidate for the last piece and none completes it
 const everywhere = "*a*a*a*a*a*a*a*a*a?c*"
-console.log(JSON.stringify({ workload: "Glob 1 MB, ten stars, worst case", ...measure(everywhere, "ac".repeat(size / 2), "Allow") }))
+console.log(
+  JSON.stringify({
+    workload: "Glob 1 MB, ten stars, worst case",
+    ...measure(everywhere, "ac".repeat(size / 2), "Allow")
+  })
+)
 
 // the shell matcher parses lines up to 16 KiB (longer ones fail closed without parsing)
 const line = "git add src/index.ts && npm test -- --watch=false; ".repeat(16 * 1024 / 52)
-console.log(JSON.stringify({ workload: "Shell matcher, 16 KiB command line", ...measure({ shell: "rm -rf*" }, line, "Allow") }))
-console.log(JSON.stringify({ workload: "Shell matcher, 1 MB command line", ...measure({ shell: "rm -rf*" }, miss, "Deny") }))
+console.log(
+  JSON.stringify({ workload: "Shell matcher, 16 KiB command line", ...measure({ shell: "rm -rf*" }, line, "Allow") })
+)
+console.log(
+  JSON.stringify({ workload: "Shell matcher, 1 MB command line", ...measure({ shell: "rm -rf*" }, miss, "Deny") })
+)

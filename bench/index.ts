@@ -80,7 +80,11 @@ const targets: Record<string, ReadonlyArray<Target>> = {
 type Line = { readonly workload: string; readonly skipped?: string } & Record<string, unknown>
 
 const runOnce = async (file: string): Promise<Array<Line>> => {
-  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", file], { stdout: "pipe", stderr: "inherit", env: process.env })
+  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", file], {
+    stdout: "pipe",
+    stderr: "inherit",
+    env: process.env
+  })
   const out = await new Response(child.stdout).text()
   if ((await child.exited) !== 0) throw new Error(`${file} failed`)
   return out.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Line)
@@ -140,7 +144,13 @@ for (const [file, prefix] of files) {
     console.log(
       `| ${workload} | ${[...figures].map(([key, value]) => `${key} ${format(value)}`).join(" · ")} | ${
         goals.length === 0 ? "none checked" : goals.map((t) => `${t.figure} ${t.op} ${format(t.value)}`).join(" · ")
-      } | ${goals.length === 0 ? "n/a" : met.every(Boolean) ? "yes" : `no (${goals.filter((_, i) => !met[i]).map((t) => t.figure).join(", ")})`} |`
+      } | ${
+        goals.length === 0
+          ? "n/a"
+          : met.every(Boolean)
+          ? "yes"
+          : `no (${goals.filter((_, i) => !met[i]).map((t) => t.figure).join(", ")})`
+      } |`
     )
   }
 }

@@ -52,9 +52,16 @@ export const createPending = (gate: ToolGate.Service, count: number, sessions: n
     Array.from({ length: count }, (_, i) => i),
     (i) =>
       Effect.flatMap(
-        gate.authorize({ id: `load-${i}`, name: "bash", sessionKey: sessionKey(i, sessions), args: { command: `make ${i}` } }),
+        gate.authorize({
+          id: `load-${i}`,
+          name: "bash",
+          sessionKey: sessionKey(i, sessions),
+          args: { command: `make ${i}` }
+        }),
         (result) =>
-          PauseSignal.isPauseSignal(result) ? Effect.succeed(result.requestId) : Effect.die(`expected a pause for load-${i}`)
+          PauseSignal.isPauseSignal(result)
+            ? Effect.succeed(result.requestId)
+            : Effect.die(`expected a pause for load-${i}`)
       ),
     { concurrency: 8 }
   )
@@ -277,8 +284,11 @@ export const runLoad = (options: Options) =>
     const streams = yield* Effect.acquireRelease(
       Effect.promise(() =>
         Promise.all(
-          Array.from({ length: options.sseClients }, (_, i) =>
-            openStream(options.url, options.token, i % 2 === 0 ? 0 : options.afterSeq, i % 4 >= 2 ? 100 : undefined))
+          Array.from(
+            { length: options.sseClients },
+            (_, i) =>
+              openStream(options.url, options.token, i % 2 === 0 ? 0 : options.afterSeq, i % 4 >= 2 ? 100 : undefined)
+          )
         )
       ),
       (streams) => Effect.sync(() => streams.forEach((stream) => stream.close()))
@@ -289,7 +299,9 @@ export const runLoad = (options: Options) =>
     const lastSeq = yield* store.lastSeq
     yield* Effect.promise(async () => {
       const until = performance.now() + 30_000
-      while (performance.now() < until && streams.some((s) => s.faults.length === 0 && (s.seqs.at(-1) ?? 0) < lastSeq)) {
+      while (
+        performance.now() < until && streams.some((s) => s.faults.length === 0 && (s.seqs.at(-1) ?? 0) < lastSeq)
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
     })
@@ -300,7 +312,9 @@ export const runLoad = (options: Options) =>
     let outOfOrderEvents = 0
     let streamFaults = 0
     for (const stream of streams) {
-      const expected = log.filter((event) => event.seq > stream.afterSeq && event.seq <= lastSeq).map((event) => event.seq)
+      const expected = log.filter((event) => event.seq > stream.afterSeq && event.seq <= lastSeq).map((event) =>
+        event.seq
+      )
       const received = new Set(stream.seqs)
       lostEvents += expected.filter((seq) => !received.has(seq)).length
       duplicateEvents += stream.seqs.length - received.size
@@ -311,15 +325,18 @@ export const runLoad = (options: Options) =>
 
     const resolvedEvents = new Map<string, number>()
     for (const event of log) {
-      if (event.type === "approval.resolved") resolvedEvents.set(event.requestId!, (resolvedEvents.get(event.requestId!) ?? 0) + 1)
+      if (event.type === "approval.resolved") {
+        resolvedEvents.set(event.requestId!, (resolvedEvents.get(event.requestId!) ?? 0) + 1)
+      }
     }
     let unanswered = 0
     let wrongAnswer = 0
     for (const requestId of options.requestIds) {
       const request = yield* store.getRequest(requestId)
       const decision = request._tag === "Some" ? request.value.resolution?.decision : undefined
-      if (decision === undefined || !resolvedEvents.has(requestId)) unanswered++
-      else if (decision !== http.won.get(requestId)) wrongAnswer++
+      if (decision === undefined || !resolvedEvents.has(requestId)) {
+        unanswered++
+      } else if (decision !== http.won.get(requestId)) wrongAnswer++
     }
     const doubleApplied = [...resolvedEvents.values()].filter((n) => n > 1).length + http.wonTwice
     const conflictsSent = answers.length - options.requestIds.length
@@ -338,7 +355,8 @@ export const runLoad = (options: Options) =>
       readP99ms: percentile(http.readMs, 0.99),
       conflictsSent,
       conflicts409: http.conflicts409,
-      errors: http.transportErrors + http.unexpected.length + Math.abs(http.conflicts409 - conflictsSent) + streamFaults,
+      errors: http.transportErrors + http.unexpected.length + Math.abs(http.conflicts409 - conflictsSent) +
+        streamFaults,
       lostEvents,
       duplicateEvents,
       outOfOrderEvents,
@@ -348,7 +366,10 @@ export const runLoad = (options: Options) =>
     }
   }).pipe(
     Effect.scoped,
-    Effect.timeoutFail({ duration: `${DEADLINE_S} seconds`, onTimeout: () => new Error(`the load run took over ${DEADLINE_S} s`) })
+    Effect.timeoutFail({
+      duration: `${DEADLINE_S} seconds`,
+      onTimeout: () => new Error(`the load run took over ${DEADLINE_S} s`)
+    })
   )
 
 interface Ready {
@@ -379,11 +400,14 @@ const runAgainst = async <E>(
   target: string,
   storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
 ) => {
-  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", import.meta.path, "serve", kind, target], {
-    stdout: "pipe",
-    stderr: "inherit",
-    env: process.env
-  })
+  const child = Bun.spawn(
+    [process.execPath, "--conditions=@tool-gate/source", import.meta.path, "serve", kind, target],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+      env: process.env
+    }
+  )
   const notReady = setTimeout(() => child.kill(), DEADLINE_S * 1000)
   try {
     const reader = child.stdout.getReader()
@@ -391,7 +415,9 @@ const runAgainst = async <E>(
     let out = ""
     while (!out.includes("\n")) {
       const chunk = await reader.read()
-      if (chunk.done) throw new Error(`the ${kind} server process ended (or took over ${DEADLINE_S} s) before it was ready`)
+      if (chunk.done) {
+        throw new Error(`the ${kind} server process ended (or took over ${DEADLINE_S} s) before it was ready`)
+      }
       out += decoder.decode(chunk.value, { stream: true })
     }
     clearTimeout(notReady)
@@ -420,8 +446,14 @@ if (import.meta.main) {
     }
     const pg = process.env.TOOLGATE_PG_URL
     if (pg) {
-      const figures = await Effect.runPromise(Effect.scoped(Effect.flatMap(pgSchema(pg), (url) =>
-        Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) }))))))
+      const figures = await Effect.runPromise(
+        Effect.scoped(
+          Effect.flatMap(
+            pgSchema(pg),
+            (url) => Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
+          )
+        )
+      )
       console.log(JSON.stringify({ workload: "Load PostgreSQL", ...figures }))
     } else {
       console.log(JSON.stringify({ workload: "Load PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))

@@ -4,8 +4,8 @@
  * per decision, the log tailer running). 10% of the calls are `bash`, a requireApproval tool the
  * session holds an approval for (so: allow via sessionApproval).
  */
-import { Effect } from "effect"
 import { Policy, ToolGate } from "@tool-gate/core"
+import { Effect } from "effect"
 import { makeCalls, policyInput } from "./w1.js"
 
 const EVALUATIONS = 1_000_000

@@ -8,7 +8,8 @@
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Effect, Fiber, Layer, Redacted, Stream } from "effect"
+import type { Layer } from "effect"
+import { Effect, Fiber, Redacted, Stream } from "effect"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
 
@@ -75,8 +76,9 @@ export const runW2 = (filename: string) => runW2With(ToolGateSqlite.layer({ file
 
 /** On PostgreSQL, in a fresh schema dropped afterwards. */
 export const runW2Pg = (url: string) =>
-  Effect.scoped(Effect.flatMap(pgSchema(url), (schemaUrl) =>
-    runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }))))
+  Effect.scoped(
+    Effect.flatMap(pgSchema(url), (schemaUrl) => runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy })))
+  )
 
 if (import.meta.main) {
   await runMain("W2", {

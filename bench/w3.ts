@@ -72,7 +72,9 @@ const seed = Effect.gen(function*() {
     | { readonly kind: "revoke"; readonly n: number }
   const lives: Array<Array<Lifecycle>> = []
   let n = 0
-  for (let i = 0; i < TARGET_PENDING; i++) lives.push([{ kind: "request", n: n++, sessionKey: TARGET, answered: false }])
+  for (let i = 0; i < TARGET_PENDING; i++) {
+    lives.push([{ kind: "request", n: n++, sessionKey: TARGET, answered: false }])
+  }
   for (let s = 0; s < SESSIONS; s++) {
     if (session(s) !== TARGET) lives.push([{ kind: "request", n: n++, sessionKey: session(s), answered: false }])
   }
@@ -81,7 +83,10 @@ const seed = Effect.gen(function*() {
   }
   for (let g = 0; g < ACTIVE_APPROVALS + REVOKED_APPROVALS; g++) {
     const revoked = g >= ACTIVE_APPROVALS
-    lives.push([{ kind: "grant", n: g, sessionKey: session(g % SESSIONS), revoked }, ...(revoked ? [{ kind: "revoke" as const, n: g }] : [])])
+    lives.push([
+      { kind: "grant", n: g, sessionKey: session(g % SESSIONS), revoked },
+      ...(revoked ? [{ kind: "revoke" as const, n: g }] : [])
+    ])
   }
   // a deterministic shuffle of whole lifecycles (each one's steps stay in order)
   let state = 42
@@ -250,7 +255,14 @@ const seed = Effect.gen(function*() {
         expires_at: null,
         approval: yield* json(codecs.approval, approval)
       })
-      event = { at, type: "session.granted", outcome: "approved", sessionKey: step.sessionKey, toolName: tool, actor: "ana" }
+      event = {
+        at,
+        type: "session.granted",
+        outcome: "approved",
+        sessionKey: step.sessionKey,
+        toolName: tool,
+        actor: "ana"
+      }
     } else {
       const granted = approvals.get(step.n)!
       const revoked: SessionApproval.SessionApproval = { ...granted, revokedAt: at, seq }

@@ -29,10 +29,12 @@ export const runW5 = async (db: string) => {
   const seconds = (Math.max(...results.map((r) => r.at)) - started) / 1000
   const won = results.flatMap((r) => r.won as Array<string>)
   const { events, pending } = await Effect.runPromise(Effect.scoped(
-    Effect.flatMap(ApprovalStore.ApprovalStore, (store) =>
-      Effect.all({ events: store.events({ sessionKey: "w5" }), pending: store.listPending() })).pipe(
-        Effect.provide(storeOver(sqliteClient(db)))
-      )
+    Effect.flatMap(
+      ApprovalStore.ApprovalStore,
+      (store) => Effect.all({ events: store.events({ sessionKey: "w5" }), pending: store.listPending() })
+    ).pipe(
+      Effect.provide(storeOver(sqliteClient(db)))
+    )
   ))
   const resolved = events.filter((e) => e.type === "approval.resolved")
   const perRequest = new Map<string, number>()

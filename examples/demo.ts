@@ -45,7 +45,11 @@ const found = (text: string, pattern: RegExp, what: string): string => {
 }
 
 for (const suffix of ["", "-wal", "-shm"]) rmSync(`${demoDb}${suffix}`, { force: true })
-console.log(`tool-gate demo: a release agent on ${relative(root, demoDb)} (read_file allowed, deploy needs a human, drop_database denied)`)
+console.log(
+  `tool-gate demo: a release agent on ${
+    relative(root, demoDb)
+  } (read_file allowed, deploy needs a human, drop_database denied)`
+)
 
 const first = step("1. the agent runs, pauses on the deploy and exits", ["examples/agent.ts"])
 const requestId = found(first, /req_[0-9a-f-]{36}/, "request id")

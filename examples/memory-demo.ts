@@ -8,8 +8,8 @@
  * Run: npm run demo:memory (the agent demo, across processes on SQLite, is `npm run demo`)
  */
 import { NodeFileSystem } from "@effect/platform-node"
-import { Console, Effect, Fiber, Layer, Stream } from "effect"
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { Console, Effect, Fiber, Layer, Stream } from "effect"
 import { auditTrail } from "./printAudit.js"
 
 const sessionKey = "demo-session"
@@ -40,8 +40,11 @@ const agentCall = (gate: ToolGate.Service, id: string, name: string, args: Recor
     return tools[name]!(result.call.args)
   }).pipe(
     Effect.tap((output) => Console.log(`tool   < ${output.replace(/\n/g, "\n         ")}`)),
-    Effect.catchTag("ToolDenied", (denied) =>
-      Console.log(`gate   : ${denied.outcome === "expired" ? "timed out, denied" : "denied"}: ${denied.reason}`))
+    Effect.catchTag(
+      "ToolDenied",
+      (denied) =>
+        Console.log(`gate   : ${denied.outcome === "expired" ? "timed out, denied" : "denied"}: ${denied.reason}`)
+    )
   )
 
 /** The operator's side: watch the pending list and answer each request as it appears. */
@@ -51,7 +54,9 @@ const operator = (gate: ToolGate.Service) =>
     Stream.mapEffect((event) =>
       Effect.gen(function*() {
         const pending = yield* gate.pending({ sessionKey })
-        yield* Console.log(`human  : ${pending.length} pending in ${sessionKey}: ${pending.map((r) => r.toolCall.name).join(", ")}`)
+        yield* Console.log(
+          `human  : ${pending.length} pending in ${sessionKey}: ${pending.map((r) => r.toolCall.name).join(", ")}`
+        )
         yield* Effect.sleep("200 millis")
         switch (event.toolName) {
           case "bash":
@@ -75,7 +80,11 @@ const operator = (gate: ToolGate.Service) =>
 const program = Effect.gen(function*() {
   const gate = yield* ToolGate.ToolGate
   const store = yield* ApprovalStore.ApprovalStore
-  yield* Console.log(`policy ${gate.policy.version.slice(0, 12)} loaded: ${gate.policy.rules.length} rules, default ${gate.policy.default}`)
+  yield* Console.log(
+    `policy ${
+      gate.policy.version.slice(0, 12)
+    } loaded: ${gate.policy.rules.length} rules, default ${gate.policy.default}`
+  )
   for (const warning of gate.policy.warnings) yield* Console.log(`  lint: ${warning.path}: ${warning.message}`)
 
   const human = yield* Effect.fork(operator(gate))

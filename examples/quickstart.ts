@@ -1,6 +1,6 @@
 // The README's quick start, kept runnable: `bun examples/quickstart.ts`.
-import { Effect, Fiber } from "effect"
 import { Policy, ToolGate } from "@tool-gate/core"
+import { Effect, Fiber } from "effect"
 
 const policy = Policy.unsafeMake({
   deny: [{ tool: "bash", args: { command: "rm -rf*" }, reason: "never" }],

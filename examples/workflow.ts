@@ -52,7 +52,8 @@ const ReleaseLive = Release.toLayer(({ env, version }, executionId) =>
       { ...session, id: "deploy", name: "deploy", args: { version, env } },
       {
         success: Schema.String,
-        run: (allowed) => tool(`deploy ${JSON.stringify(allowed.call.args)}`, `deployed ${version} to ${allowed.call.args.env}`)
+        run: (allowed) =>
+          tool(`deploy ${JSON.stringify(allowed.call.args)}`, `deployed ${version} to ${allowed.call.args.env}`)
       }
     )
     return `released (${notes}; ${deployed})`
@@ -76,9 +77,17 @@ const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResp
 type Polled = Workflow.Result<string, WorkflowGate.GateError> | undefined
 
 /** Polls the engine until the execution's result satisfies `done`. */
-const pollUntil = (executionId: string, done: (result: Polled) => boolean): Effect.Effect<Polled, never, WorkflowEngine.WorkflowEngine> =>
-  Effect.flatMap(Release.poll(executionId), (result) =>
-    done(result) ? Effect.succeed(result) : Effect.delay(Effect.suspend(() => pollUntil(executionId, done)), "20 millis"))
+const pollUntil = (
+  executionId: string,
+  done: (result: Polled) => boolean
+): Effect.Effect<Polled, never, WorkflowEngine.WorkflowEngine> =>
+  Effect.flatMap(
+    Release.poll(executionId),
+    (result) =>
+      done(result)
+        ? Effect.succeed(result)
+        : Effect.delay(Effect.suspend(() => pollUntil(executionId, done)), "20 millis")
+  )
 
 const release = (version: string, env: string, response?: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
   Effect.gen(function*() {
@@ -103,7 +112,8 @@ const release = (version: string, env: string, response?: typeof ApprovalRequest
         onFailure: (cause) =>
           Option.match(Cause.failureOption(cause), {
             onNone: () => `defect: ${Cause.pretty(cause)}`,
-            onSome: (error) => `failure: ${error._tag}${"outcome" in error ? ` (${error.outcome})` : ""}: ${error.message}`
+            onSome: (error) =>
+              `failure: ${error._tag}${"outcome" in error ? ` (${error.outcome})` : ""}: ${error.message}`
           })
       })
     }`)
@@ -111,7 +121,11 @@ const release = (version: string, env: string, response?: typeof ApprovalRequest
 
 const program = Effect.gen(function*() {
   yield* release("1.2.0", "production", { decision: "approve_once", respondedBy: "ana" })
-  yield* release("1.2.1", "production", { decision: "deny", reason: "Release freeze until Monday.", respondedBy: "ana" })
+  yield* release("1.2.1", "production", {
+    decision: "deny",
+    reason: "Release freeze until Monday.",
+    respondedBy: "ana"
+  })
   yield* release("1.2.2", "staging")
   const store = yield* ApprovalStore.ApprovalStore
   yield* Console.log(auditTrail(yield* store.events()))

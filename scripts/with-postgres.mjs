@@ -37,7 +37,9 @@ if (env.TOOLGATE_PG_URL) {
     try {
       cluster = await start(binaries)
     } catch (error) {
-      process.stderr.write(`postgres: could not start PostgreSQL: ${error instanceof Error ? error.message : String(error)}\n`)
+      process.stderr.write(
+        `postgres: could not start PostgreSQL: ${error instanceof Error ? error.message : String(error)}\n`
+      )
       process.exit(1)
     }
     env.TOOLGATE_PG_URL = cluster.url

@@ -91,16 +91,22 @@ describe.skipIf(offline)("the installed toolgate bin", () => {
     expect(dependencies).toContain("better-sqlite3")
     // and nothing else of tool-gate's: the bundle carries the workspace and Effect (the library
     // entry points' peers are optional, for apps that import @tool-gate/cli)
-    expect(dependencies.filter((name) => name === "effect" || name.startsWith("@effect") || name === "@tool-gate")).toEqual([])
+    expect(dependencies.filter((name) => name === "effect" || name.startsWith("@effect") || name === "@tool-gate"))
+      .toEqual([])
     // and the runs below have Node on their PATH but no Bun
-    const which = (name: string) => spawnSync("sh", ["-c", `command -v ${name}`], { env: { PATH: path }, encoding: "utf8" }).status
+    const which = (name: string) =>
+      spawnSync("sh", ["-c", `command -v ${name}`], { env: { PATH: path }, encoding: "utf8" }).status
     expect({ node: which("node") === 0, bun: which("bun") === 0 }).toEqual({ node: true, bun: false })
   })
 
   test("serve: the API over the store and the web console, from the files shipped beside the bundle", async () => {
     const tokens = JSON.stringify([{ name: "ana", token: "t-bin-0123456789abcdef0123456789", role: "approver" }])
     const command = ["env", "-i", `PATH=${path}`, `TOOLGATE_TOKENS=${tokens}`, "node", join(prefix, "bin", "toolgate")]
-    const server = Bun.spawn([...command, "serve", "--db", store.db, "--port", "0"], { cwd: dir, stdout: "pipe", stderr: "pipe" })
+    const server = Bun.spawn([...command, "serve", "--db", store.db, "--port", "0"], {
+      cwd: dir,
+      stdout: "pipe",
+      stderr: "pipe"
+    })
     try {
       let text = ""
       const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader()
@@ -143,11 +149,19 @@ describe.skipIf(offline)("the installed toolgate bin", () => {
       expect(help.stdout).toContain("toolgate 0.1.0")
       expect(help.stdout).toContain("pending")
 
-      const policy = installed(["policy", "check", "policy.yaml"], { cwd: home, ...(user === undefined ? {} : { user }) })
+      const policy = installed(["policy", "check", "policy.yaml"], {
+        cwd: home,
+        ...(user === undefined ? {} : { user })
+      })
       expect({ code: policy.code, stderr: policy.stderr }).toEqual({ code: 0, stderr: "" })
-      expect(policy.stdout.trim()).toMatch(/^policy\.yaml: valid policy, \d+ rule\(s\), 0 warning\(s\), version [0-9a-f]{12}$/)
+      expect(policy.stdout.trim()).toMatch(
+        /^policy\.yaml: valid policy, \d+ rule\(s\), 0 warning\(s\), version [0-9a-f]{12}$/
+      )
 
-      const pending = installed(["pending", "--db", store.db, "--json"], { cwd: home, ...(user === undefined ? {} : { user }) })
+      const pending = installed(["pending", "--db", store.db, "--json"], {
+        cwd: home,
+        ...(user === undefined ? {} : { user })
+      })
       expect({ code: pending.code, stderr: pending.stderr }).toEqual({ code: 0, stderr: "" })
       const listed = JSON.parse(pending.stdout)
       expect(listed.map((request: { readonly requestId: string }) => request.requestId)).toEqual([requestId])

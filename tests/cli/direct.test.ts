@@ -94,7 +94,9 @@ describe("toolgate on the SQLite file", () => {
     const denied = await toolgate(["deny", id, ...db, "--reason", "changed my mind"])
     expect(denied.code).toBe(4)
     expect(denied.stdout).toBe("")
-    expect(denied.stderr.trim()).toBe(`toolgate: Approval request ${id} was already approved by ana; this answer was not applied`)
+    expect(denied.stderr.trim()).toBe(
+      `toolgate: Approval request ${id} was already approved by ana; this answer was not applied`
+    )
 
     const request = await run(f.gate.getRequest(id))
     expect(request.resolution).toMatchObject({ status: "approved", decision: "approve_once", respondedBy: "ana" })
@@ -111,7 +113,11 @@ describe("toolgate on the SQLite file", () => {
   test("deny with a reason, as JSON; the agent's waiter sees it", async () => {
     const id = await f.pause(bash("deny", "c1"))
     const json = await toolgateJson(["deny", id, ...db, "--reason", "not on a Friday", "--actor", "ana"])
-    expect(json).toMatchObject({ requestId: id, status: "denied", resolution: { reason: "not on a Friday", respondedBy: "ana" } })
+    expect(json).toMatchObject({
+      requestId: id,
+      status: "denied",
+      resolution: { reason: "not on a Friday", respondedBy: "ana" }
+    })
     const waited = await run(f.gate.awaitDecision(id))
     expect(waited.status).toBe("denied")
     const text = await toolgateHere(["deny", id, ...db, "--reason", "not on a Friday", "--actor", "ana"])
@@ -125,7 +131,13 @@ describe("toolgate on the SQLite file", () => {
     expect(approved.stdout).toMatch(/for the session \(session approval sa_[0-9a-f-]+\)/)
 
     const [grant] = await toolgateJson(["approvals", "list", ...db, "--session", "sess"])
-    expect(grant).toMatchObject({ sessionKey: "sess", toolName: "bash", scope: "tool", grantedBy: "ana", requestId: id })
+    expect(grant).toMatchObject({
+      sessionKey: "sess",
+      toolName: "bash",
+      scope: "tool",
+      grantedBy: "ana",
+      requestId: id
+    })
     const listed = await toolgateHere(["approvals", "list", ...db, "--session", "sess"])
     expect(listed.stdout.trim()).toStartWith(`${grant.id}  sess  bash  scope=tool  by=ana  request=${id}`)
     expect((await run(f.gate.evaluate(bash("sess", "c2", "anything else"))))._tag).toBe("Allow")
@@ -137,7 +149,9 @@ describe("toolgate on the SQLite file", () => {
 
     const revoked = await toolgate(["approvals", "revoke", grant.id, ...db, "--session", "sess"])
     expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session sess)`)
-    expect((await toolgateHere(["approvals", "list", ...db, "--session", "sess"])).stdout.trim()).toBe("no session approvals in sess")
+    expect((await toolgateHere(["approvals", "list", ...db, "--session", "sess"])).stdout.trim()).toBe(
+      "no session approvals in sess"
+    )
 
     // a session approval that lapses
     const id2 = await f.pause(bash("sess", "c3"))
@@ -151,13 +165,31 @@ describe("toolgate on the SQLite file", () => {
 
   test("approve with edited arguments: judged by the policy again", async () => {
     const id = await f.pause(bash("edit", "c1"))
-    const edited = await toolgateJson(["approve", id, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"echo safer\"}"])
+    const edited = await toolgateJson([
+      "approve",
+      id,
+      ...db,
+      "--policy",
+      f.policyFile,
+      "--args",
+      "{\"command\":\"echo safer\"}"
+    ])
     expect(edited).toMatchObject({ status: "approved", resolution: { editedArgs: { command: "echo safer" } } })
   })
 
   test("an edit the policy denies: \"denied by policy\" and exit 9, so a script checking $? never reads it as approved", async () => {
     const id = await f.pause(bash("edit", "c3"))
-    const refused = await toolgate(["approve", id, ...db, "--actor", "ana", "--policy", f.policyFile, "--args", "{\"command\":\"rm -rf /\"}"])
+    const refused = await toolgate([
+      "approve",
+      id,
+      ...db,
+      "--actor",
+      "ana",
+      "--policy",
+      f.policyFile,
+      "--args",
+      "{\"command\":\"rm -rf /\"}"
+    ])
     expect(refused.code).toBe(9)
     expect(refused.stdout.trim()).toBe(
       `denied by policy ${id} (bash {"command":"echo c3"}): the edited arguments {"command":"rm -rf /"} from ana were refused: ` +
@@ -169,9 +201,21 @@ describe("toolgate on the SQLite file", () => {
     expect(request.resolution?.deniedBy).toBe("policy")
 
     const id2 = await f.pause(bash("edit", "c4"))
-    const json = await toolgate(["approve", id2, ...db, "--policy", f.policyFile, "--args", "{\"command\":\"rm -rf /\"}", "--json"])
+    const json = await toolgate([
+      "approve",
+      id2,
+      ...db,
+      "--policy",
+      f.policyFile,
+      "--args",
+      "{\"command\":\"rm -rf /\"}",
+      "--json"
+    ])
     expect(json.code).toBe(9)
-    expect(JSON.parse(json.stdout)).toMatchObject({ status: "denied", resolution: { deniedBy: "policy", decision: "approve_once" } })
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: "denied",
+      resolution: { deniedBy: "policy", decision: "approve_once" }
+    })
   })
 
   test("bad inputs: each a one-line message and exit 2, nothing applied (two as processes, the table in this process)", async () => {
@@ -179,11 +223,17 @@ describe("toolgate on the SQLite file", () => {
     const cases: Array<[Array<string>, string]> = [
       [["approve", id, ...db, "--args", "{\"command\": "], "--args is not valid JSON"],
       [["approve", id, ...db, "--args", "[\"ls\"]"], "--args must be a JSON object of arguments"],
-      [["approve", id, ...db, "--args", "{\"command\":\"ls\"}"], "--args needs the policy (--policy FILE or TOOLGATE_POLICY)"],
+      [
+        ["approve", id, ...db, "--args", "{\"command\":\"ls\"}"],
+        "--args needs the policy (--policy FILE or TOOLGATE_POLICY)"
+      ],
       [["approve", id, ...db, "--scope", "tool"], "--scope applies only with --session"],
       [["approve", id, ...db, "--session-ttl", "1h"], "--session-ttl applies only with --session"],
       [["approve", id, ...db, "--session", "--session-ttl", "whenever"], "--session-ttl: expected a duration"],
-      [["approve", id, ...db, "--session", "--scope", "everything"], "Expected one of the following cases: exact, tool"],
+      [
+        ["approve", id, ...db, "--session", "--scope", "everything"],
+        "Expected one of the following cases: exact, tool"
+      ],
       [["extend", id, ...db, "--ttl", "soon"], "--ttl: expected a duration such as 90s, 10m, 2h"],
       [["extend", id, ...db, "--ttl", "0s"], "--ttl: must be a whole number of milliseconds from 1 ms to a year"],
       [["extend", id, ...db, "--ttl", "366d"], "--ttl: must be a whole number of milliseconds from 1 ms to a year"],
@@ -194,8 +244,22 @@ describe("toolgate on the SQLite file", () => {
       [["extend", id, ...db, "--ttl", "-5m"], "--ttl: expected a duration"],
       [["approve", id, ...db, "--session", "--session-ttl", "400d"], "--session-ttl: must be a whole number"],
       [["approve", id, ...db, "--session", "--session-ttl", "0ms"], "--session-ttl: must be a whole number"],
-      [["approve", id, ...db, "--policy", f.policyFile, "--args", `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`], "--args"],
-      [["approve", id, ...db, "--policy", f.policyFile, "--args", "{\"__proto__\":{\"x\":1}}"], "--args are not acceptable arguments"],
+      [
+        [
+          "approve",
+          id,
+          ...db,
+          "--policy",
+          f.policyFile,
+          "--args",
+          `{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}`
+        ],
+        "--args"
+      ],
+      [
+        ["approve", id, ...db, "--policy", f.policyFile, "--args", "{\"__proto__\":{\"x\":1}}"],
+        "--args are not acceptable arguments"
+      ],
       [["approve", id, ...db, "--policy", f.policyFile, "--args", "null"], "--args must be a JSON object"],
       [["approve", id, ...db, "--policy", f.policyFile, "--args", "\"rm -rf /\""], "--args must be a JSON object"],
       [["extend", id, ...db], "--ttl"],
@@ -206,13 +270,22 @@ describe("toolgate on the SQLite file", () => {
       [["extend", id, ...db, "--ttl", "1s\u001b]0;x\u0007\napproved"], "got \"1s\\u001b]0;x\\u0007\\napproved\""],
       [["pending", "--server", "ftp://example.com"], "--server must be an http:// or https:// URL"],
       // @effect/cli's own message quotes the value: one escaped line, no forged second line
-      [["audit", ...db, "--after", "1\napproved req_1 by ana\u001b[2K"], "'1\\napproved req_1 by ana\\u001b[2K' is not a integer"],
+      [
+        ["audit", ...db, "--after", "1\napproved req_1 by ana\u001b[2K"],
+        "'1\\napproved req_1 by ana\\u001b[2K' is not a integer"
+      ],
       [["pending", "--server", "not a url"], "--server must be an http:// or https:// URL"],
       // never quoted: it is a secret (fetch's own complaint about the header quoted it)
-      [["pending", "--server", "http://127.0.0.1:9", "--token", "secret-0123456789\r\nX-Evil: 1"], "--token must be visible ASCII characters"],
+      [
+        ["pending", "--server", "http://127.0.0.1:9", "--token", "secret-0123456789\r\nX-Evil: 1"],
+        "--token must be visible ASCII characters"
+      ],
       [["serve", ...db, "--port", "70000"], "--port must be from 0 to 65535"],
       [["approve", ...db], "id"],
-      [["pending", "--db", `${f.dir}/typo.db`], `no database at ${f.dir}/typo.db: give the file your agents use with --db`],
+      [
+        ["pending", "--db", `${f.dir}/typo.db`],
+        `no database at ${f.dir}/typo.db: give the file your agents use with --db`
+      ],
       [["frobnicate"], "Invalid subcommand"],
       [[], "missing command"]
     ]
@@ -229,7 +302,10 @@ describe("toolgate on the SQLite file", () => {
   })
 
   test("unknown ids: exit 3", async () => {
-    for (const [i, args] of [["approve", "req_nope"], ["deny", "req_nope"], ["extend", "req_nope", "--ttl", "5m"]].entries()) {
+    for (
+      const [i, args] of [["approve", "req_nope"], ["deny", "req_nope"], ["extend", "req_nope", "--ttl", "5m"]]
+        .entries()
+    ) {
       const result = await (i === 0 ? toolgate : toolgateHere)([...args, ...db])
       expect(result.code).toBe(3)
       expect(result.stderr.trim()).toBe("toolgate: No approval request with id req_nope")
@@ -241,7 +317,9 @@ describe("toolgate on the SQLite file", () => {
     await Bun.sleep(100)
     const late = await toolgate(["approve", id, ...db])
     expect(late.code).toBe(5)
-    expect(late.stderr.trim()).toMatch(new RegExp(`^toolgate: Approval request ${id} expired at \\S+Z; late answers are refused$`))
+    expect(late.stderr.trim()).toMatch(
+      new RegExp(`^toolgate: Approval request ${id} expired at \\S+Z; late answers are refused$`)
+    )
     expect((await toolgate(["extend", id, ...db, "--ttl", "10m"])).code).toBe(5)
     expect((await run(f.gate.getRequest(id))).status).toBe("expired")
   })
@@ -252,7 +330,9 @@ describe("toolgate on the SQLite file", () => {
     const extended = await toolgateJson(["extend", id, ...db, "--ttl", "2h", "--actor", "ana"])
     expect(extended.expiresAt).toBeGreaterThan(before + 60 * 60 * 1000)
     const text = await toolgateHere(["extend", id, ...db, "--ttl", "90 minutes"])
-    expect(text.stdout).toMatch(new RegExp(`^extended ${id} \\(bash \\{"command":"echo c1"\\}\\): expires at \\S+Z, in 1h 30m`))
+    expect(text.stdout).toMatch(
+      new RegExp(`^extended ${id} \\(bash \\{"command":"echo c1"\\}\\): expires at \\S+Z, in 1h 30m`)
+    )
     await toolgateHere(["deny", id, ...db])
     expect((await toolgate(["extend", id, ...db, "--ttl", "1h"])).code).toBe(4)
   })
@@ -260,20 +340,30 @@ describe("toolgate on the SQLite file", () => {
   test("audit: the log in order, filtered by session, after a sequence number; text and JSON lines", async () => {
     const id = await f.pause(bash("aud", "c1"))
     await toolgate(["deny", id, ...db, "--reason", "no", "--actor", "ana"])
-    const events = (await toolgate(["audit", ...db, "--session", "aud", "--json"])).stdout.trim().split("\n").map((line) =>
-      JSON.parse(line)
-    )
-    expect(events.map((e) => `${e.type} ${e.outcome}`)).toEqual(["approval.requested pending", "approval.resolved denied"])
+    const events = (await toolgate(["audit", ...db, "--session", "aud", "--json"])).stdout.trim().split("\n").map((
+      line
+    ) => JSON.parse(line))
+    expect(events.map((e) => `${e.type} ${e.outcome}`)).toEqual([
+      "approval.requested pending",
+      "approval.resolved denied"
+    ])
     expect(events[1]).toMatchObject({ requestId: id, actor: "ana", reason: "no", sessionKey: "aud" })
 
-    const all = (await toolgateHere(["audit", ...db, "--json"])).stdout.trim().split("\n").map((line) => JSON.parse(line).seq)
+    const all = (await toolgateHere(["audit", ...db, "--json"])).stdout.trim().split("\n").map((line) =>
+      JSON.parse(line).seq
+    )
     expect(all).toEqual([...all].sort((a, b) => a - b))
-    const after = (await toolgateHere(["audit", ...db, "--json", "--after", String(events[0].seq)])).stdout.trim().split("\n")
+    const after = (await toolgateHere(["audit", ...db, "--json", "--after", String(events[0].seq)])).stdout.trim()
+      .split("\n")
     expect(JSON.parse(after[0]!).seq).toBe(events[0].seq + 1)
 
     const text = await toolgate(["audit", ...db, "--session", "aud"])
     expect(text.stdout.trim().split("\n")[1]).toMatch(
-      new RegExp(`^#${events[1].seq}  \\S+Z  approval.resolved  denied  session=aud  tool=bash  request=${id}  rule=requireApproval\\[0\\]  by=ana  reason="no"$`)
+      new RegExp(
+        `^#${
+          events[1].seq
+        }  \\S+Z  approval.resolved  denied  session=aud  tool=bash  request=${id}  rule=requireApproval\\[0\\]  by=ana  reason="no"$`
+      )
     )
   })
 
@@ -304,7 +394,9 @@ describe("toolgate on the SQLite file", () => {
   test("an invalid --policy stops the command with its problems (exit 1); an unusable file exits 8", async () => {
     const bad = await toolgate(["pending", ...db, "--policy", "examples/quickstart.ts"])
     expect(bad.code).toBe(1)
-    expect(bad.stderr.trim()).toBe("toolgate: Invalid policy examples/quickstart.ts: unknown file type: expected a .json, .yaml or .yml file")
+    expect(bad.stderr.trim()).toBe(
+      "toolgate: Invalid policy examples/quickstart.ts: unknown file type: expected a .json, .yaml or .yml file"
+    )
 
     const notADatabase = `${f.dir}/policy.yaml`
     const broken = await toolgate(["pending", "--db", notADatabase])
@@ -313,10 +405,14 @@ describe("toolgate on the SQLite file", () => {
     expect(broken.stderr.trim().split("\n")).toHaveLength(1)
   })
 
-  test("demo runs the README demo: the agent pauses, toolgate approves from another process, the agent resumes", async () => {
-    const demo = await toolgate(["demo"])
-    expect(demo.code).toBe(0)
-    expect(demo.stdout).toMatch(/\$ npx toolgate approve req_[0-9a-f-]{36} --db \.toolgate\/demo\.db\napproved req_/)
-    expect(demo.stdout).toContain("done after 2 model turns.")
-  }, 60_000)
+  test(
+    "demo runs the README demo: the agent pauses, toolgate approves from another process, the agent resumes",
+    async () => {
+      const demo = await toolgate(["demo"])
+      expect(demo.code).toBe(0)
+      expect(demo.stdout).toMatch(/\$ npx toolgate approve req_[0-9a-f-]{36} --db \.toolgate\/demo\.db\napproved req_/)
+      expect(demo.stdout).toContain("done after 2 model turns.")
+    },
+    60_000
+  )
 })

@@ -25,7 +25,9 @@ describe("toolgate policy check", () => {
     for (const example of ["examples/policy.yaml", "examples/policy.json"]) {
       const result = await toolgate(["policy", "check", example])
       expect({ example, code: result.code, stderr: result.stderr }).toEqual({ example, code: 0, stderr: "" })
-      expect(result.stdout.trim()).toMatch(new RegExp(`^${example}: valid policy, \\d+ rule\\(s\\), 0 warning\\(s\\), version [0-9a-f]{12}$`))
+      expect(result.stdout.trim()).toMatch(
+        new RegExp(`^${example}: valid policy, \\d+ rule\\(s\\), 0 warning\\(s\\), version [0-9a-f]{12}$`)
+      )
     }
   })
 
@@ -51,7 +53,9 @@ bogus: true
     const lines = result.stdout.trim().split("\n")
     expect(lines.at(-1)).toBe(`${bad}: invalid policy, ${lines.length - 1} problem(s)`)
     const paths = lines.slice(0, -1).map((line) => line.slice(bad.length + 2).split(": error: ")[0])
-    expect(paths).toEqual(expect.arrayContaining(["default", "ttlMs", "requireApproval[1].sessionScope", "allow[0].agnet", "bogus"]))
+    expect(paths).toEqual(
+      expect.arrayContaining(["default", "ttlMs", "requireApproval[1].sessionScope", "allow[0].agnet", "bogus"])
+    )
     for (const line of lines.slice(0, -1)) expect(line).toMatch(new RegExp(`^${bad}: \\S+: error: .+`))
   })
 
@@ -79,7 +83,13 @@ bogus: true
   test("--json: the problems and warnings as data", async () => {
     const shadowed = file("shadowed.json", JSON.stringify({ requireApproval: ["bash"], allow: ["bash"] }))
     const valid = JSON.parse((await toolgate(["policy", "check", shadowed, "--json"])).stdout)
-    expect(valid).toMatchObject({ file: shadowed, valid: true, rules: 2, problems: [], warnings: [{ path: "allow[0]", kind: "shadowed" }] })
+    expect(valid).toMatchObject({
+      file: shadowed,
+      valid: true,
+      rules: 2,
+      problems: [],
+      warnings: [{ path: "allow[0]", kind: "shadowed" }]
+    })
 
     const invalid = await toolgate(["policy", "check", file("invalid.json", "{\"default\": 1}"), "--json"])
     expect(invalid.code).toBe(1)

@@ -50,7 +50,12 @@ const freePort = () =>
 
 const as = (token: keyof typeof tokens) => ["--server", url, "--token", tokens[token]]
 
-const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({ id, name: "bash", sessionKey, args: { command } })
+const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({
+  id,
+  name: "bash",
+  sessionKey,
+  args: { command }
+})
 
 describe("toolgate against a server", () => {
   test("serve prints where it listens and serves the API and the console", async () => {
@@ -71,28 +76,45 @@ describe("toolgate against a server", () => {
 
     const second = await toolgate(["deny", id, ...as("approver"), "--reason", "no"])
     expect(second.code).toBe(4)
-    expect(second.stderr.trim()).toBe(`toolgate: Approval request ${id} was already approved by ana; this answer was not applied`)
+    expect(second.stderr.trim()).toBe(
+      `toolgate: Approval request ${id} was already approved by ana; this answer was not applied`
+    )
     expect((await run(f.gate.getRequest(id))).resolution).toMatchObject({ status: "approved", respondedBy: "ana" })
   })
 
   test("TOOLGATE_SERVER and TOOLGATE_TOKEN stand for --server and --token", async () => {
     const id = await f.pause(bash("srv-env", "c1"))
-    const json = await toolgateJson(["deny", id, "--reason", "from env"], { TOOLGATE_SERVER: url, TOOLGATE_TOKEN: tokens.approver })
+    const json = await toolgateJson(["deny", id, "--reason", "from env"], {
+      TOOLGATE_SERVER: url,
+      TOOLGATE_TOKEN: tokens.approver
+    })
     expect(json).toMatchObject({ status: "denied", resolution: { reason: "from env", respondedBy: "ana" } })
   })
 
   test("tokens: none or unknown exits 6, wrong role exits 7, another session's is not found (3); nothing is applied", async () => {
     const id = await f.pause(bash("srv-auth", "c1"))
     const cases: Array<[Array<string>, number, string]> = [
-      [["approve", id, "--server", url], 6, "toolgate: Missing bearer token: send the header Authorization: Bearer <token>"],
+      [
+        ["approve", id, "--server", url],
+        6,
+        "toolgate: Missing bearer token: send the header Authorization: Bearer <token>"
+      ],
       [["approve", id, "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"],
       [["pending", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"],
-      [["approve", id, ...as("auditor")], 7, "toolgate: Token \"audit-bot\" has the auditor role; answering needs the approver role"],
+      [
+        ["approve", id, ...as("auditor")],
+        7,
+        "toolgate: Token \"audit-bot\" has the auditor role; answering needs the approver role"
+      ],
       // to a token limited to team-a-*, srv-auth and its requests do not exist
       [["approve", id, ...as("teamA")], 3, `toolgate: No approval request with id ${id}`],
       [["pending", ...as("teamA"), "--session", "srv-auth"], 3, "toolgate: No such session"],
       [["audit", "--follow", ...as("teamA"), "--session", "srv-auth"], 3, "toolgate: No such session"],
-      [["audit", "--follow", "--server", url, "--token", "not-a-token-of-ours-000"], 6, "toolgate: Unknown bearer token"]
+      [
+        ["audit", "--follow", "--server", url, "--token", "not-a-token-of-ours-000"],
+        6,
+        "toolgate: Unknown bearer token"
+      ]
     ]
     // the first three as processes, the rest in this process
     const results = await Promise.all(cases.map(([args], i) => (i < 3 ? toolgate(args) : toolgateHere(args))))
@@ -152,7 +174,9 @@ describe("toolgate against a server", () => {
     })
     const again = await toolgate(["approve", id, ...as("approver"), "--args", "{\"command\":\"rm -rf /\"}"])
     expect(again.code).toBe(9)
-    expect(again.stdout).toStartWith(`denied by policy ${id} (bash {"command":"echo c1"}): the edited arguments {"command":"rm -rf /"} from ana were refused`)
+    expect(again.stdout).toStartWith(
+      `denied by policy ${id} (bash {"command":"echo c1"}): the edited arguments {"command":"rm -rf /"} from ana were refused`
+    )
 
     const id2 = await f.pause(bash("srv-edit", "c2"))
     const extended = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "1h"])
@@ -164,7 +188,8 @@ describe("toolgate against a server", () => {
     expect(denied.code).toBe(7)
     const revoked = await toolgate(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])
     expect(revoked.stdout.trim()).toBe(`revoked ${grant.id} (bash, session srv-edit)`)
-    expect((await toolgateHere(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])).code).toBe(3)
+    expect((await toolgateHere(["approvals", "revoke", grant.id, ...as("approver"), "--session", "srv-edit"])).code)
+      .toBe(3)
     const cleared = await toolgateHere(["approvals", "clear", ...as("approver"), "--session", "srv-edit"])
     expect(cleared.stdout.trim()).toBe("cleared 0 session approval(s) of srv-edit")
   })
@@ -180,18 +205,30 @@ describe("toolgate against a server", () => {
     } finally {
       expect(await follower.stop()).toBe(0)
     }
-    const events = (await toolgate(["audit", ...as("auditor"), "--session", "srv-audit", "--json"])).stdout.trim().split("\n")
+    const events = (await toolgate(["audit", ...as("auditor"), "--session", "srv-audit", "--json"])).stdout.trim()
+      .split("\n")
       .map((line) => JSON.parse(line))
     expect(events.map((e) => e.outcome)).toEqual(["pending", "denied"])
-    const after = await toolgateHere(["audit", ...as("auditor"), "--session", "srv-audit", "--after", String(events[0].seq)])
-    expect(after.stdout.trim()).toMatch(new RegExp(`^#${events[1].seq}  \\S+  approval\\.resolved  denied  session=srv-audit`))
+    const after = await toolgateHere([
+      "audit",
+      ...as("auditor"),
+      "--session",
+      "srv-audit",
+      "--after",
+      String(events[0].seq)
+    ])
+    expect(after.stdout.trim()).toMatch(
+      new RegExp(`^#${events[1].seq}  \\S+  approval\\.resolved  denied  session=srv-audit`)
+    )
   })
 
   test("no server at the URL exits 8; serve refuses a bad token file (exit 2) and a taken port (exit 8)", async () => {
     const port = await freePort()
     const gone = await toolgate(["pending", "--server", `http://127.0.0.1:${port}`, "--token", tokens.approver])
     expect(gone.code).toBe(8)
-    expect(gone.stderr.trim()).toBe(`toolgate: Server http://127.0.0.1:${port}: cannot connect (connect ECONNREFUSED 127.0.0.1:${port})`)
+    expect(gone.stderr.trim()).toBe(
+      `toolgate: Server http://127.0.0.1:${port}: cannot connect (connect ECONNREFUSED 127.0.0.1:${port})`
+    )
 
     const badTokens = join(f.dir, "bad-tokens.json")
     writeFileSync(badTokens, JSON.stringify([{ token: "short", name: "x", role: "boss" }]))
@@ -209,25 +246,41 @@ describe("toolgate against a server", () => {
     expect(taken.stderr.trim().split("\n")).toHaveLength(1)
   })
 
-  test("audit --follow outlives a server restart: it reconnects after the last event seen, nothing missed or repeated", async () => {
-    const port = String(await freePort())
-    const env = { TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }]) }
-    const serve = () => start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", port], env)
-    let restartable = serve()
-    await restartable.line(/^toolgate: serving /)
-    const id = await f.pause(bash("srv-restart", "c1"))
-    const follower = start(["audit", "--follow", "--json", "--server", `http://127.0.0.1:${port}`, "--token", tokens.approver, "--session", "srv-restart"])
-    try {
-      await follower.line(/"approval\.requested"/)
-      expect(await restartable.stop()).toBe(0)
-      await run(f.gate.respond(id, { decision: "deny", reason: "while the server was down", respondedBy: "agent-side" }))
-      restartable = serve()
-      const resolved = JSON.parse(await follower.line(/"approval\.resolved"/))
-      expect(resolved).toMatchObject({ requestId: id, reason: "while the server was down" })
-      expect(follower.lines.filter((line) => line.includes("approval.requested"))).toHaveLength(1)
-    } finally {
-      expect(await follower.stop()).toBe(0)
-      await restartable.stop()
-    }
-  }, 60_000)
+  test(
+    "audit --follow outlives a server restart: it reconnects after the last event seen, nothing missed or repeated",
+    async () => {
+      const port = String(await freePort())
+      const env = { TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }]) }
+      const serve = () => start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", port], env)
+      let restartable = serve()
+      await restartable.line(/^toolgate: serving /)
+      const id = await f.pause(bash("srv-restart", "c1"))
+      const follower = start([
+        "audit",
+        "--follow",
+        "--json",
+        "--server",
+        `http://127.0.0.1:${port}`,
+        "--token",
+        tokens.approver,
+        "--session",
+        "srv-restart"
+      ])
+      try {
+        await follower.line(/"approval\.requested"/)
+        expect(await restartable.stop()).toBe(0)
+        await run(
+          f.gate.respond(id, { decision: "deny", reason: "while the server was down", respondedBy: "agent-side" })
+        )
+        restartable = serve()
+        const resolved = JSON.parse(await follower.line(/"approval\.resolved"/))
+        expect(resolved).toMatchObject({ requestId: id, reason: "while the server was down" })
+        expect(follower.lines.filter((line) => line.includes("approval.requested"))).toHaveLength(1)
+      } finally {
+        expect(await follower.stop()).toBe(0)
+        await restartable.stop()
+      }
+    },
+    60_000
+  )
 })

@@ -6,7 +6,8 @@
  * with the same values. On the SQLite file, against `toolgate serve`, and against a hostile server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Console, Effect, FastCheck as fc } from "effect"
+import type { Console } from "effect"
+import { Effect, FastCheck as fc } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Terminal from "../../packages/cli/src/internal/terminal.js"
@@ -100,7 +101,9 @@ describe("control characters in what toolgate prints", () => {
     const listed = await toolgateHere(["approvals", "list", ...db, "--session", sessionKey])
     clean(listed)
     expect(lines(listed.stdout)).toHaveLength(1)
-    const [approval] = JSON.parse((await toolgateHere(["approvals", "list", ...db, "--session", sessionKey, "--json"])).stdout)
+    const [approval] = JSON.parse(
+      (await toolgateHere(["approvals", "list", ...db, "--session", sessionKey, "--json"])).stdout
+    )
     expect(approval.sessionKey).toBe(sessionKey)
   })
 
@@ -180,7 +183,19 @@ describe("the output boundary (internal/terminal.ts)", () => {
   const hostileText = fc.array(
     fc.oneof(
       fc.string({ unit: "binary" }),
-      fc.constantFrom("\n", "\r", "\u001b[2J", "\u001b]0;x\u0007", "\u009b31m", "\u007f", "\u202e", "\u2066", "\u200f", "\u0000", "\\n")
+      fc.constantFrom(
+        "\n",
+        "\r",
+        "\u001b[2J",
+        "\u001b]0;x\u0007",
+        "\u009b31m",
+        "\u007f",
+        "\u202e",
+        "\u2066",
+        "\u200f",
+        "\u0000",
+        "\\n"
+      )
     )
   ).map((parts) => parts.join(""))
 

@@ -3,8 +3,8 @@
  * listing, every kind of answer (checked through the API and the audit log), reload, dismissing,
  * two tabs, live updates through the audit stream, expiry, tokens.
  */
-import { expect } from "bun:test"
 import type { ApprovalRequest, AuditEvent } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Effect, Schedule } from "effect"
 import { bash, paused, startServer, type TestServer } from "../server/support/server.js"
 import { card, cardCount, describeBrowser, openConsole, ui } from "./support/browser.js"
@@ -33,11 +33,17 @@ describeBrowser("web console", (it) => {
       const markup = yield* paused(server.gate, bash("s-a", "markup", `<img src=x onerror="window.pwned=1">`))
       const page = yield* openConsole(server)
       yield* cardCount(page, 31)
-      expect(yield* ui(() => page.locator("section.session").evaluateAll((s) => s.map((e) => e.getAttribute("data-session")))))
+      expect(
+        yield* ui(() =>
+          page.locator("section.session").evaluateAll((s) => s.map((e) => e.getAttribute("data-session")))
+        )
+      )
         .toEqual(["s-a", "s-b", "s-c"])
       for (const sessionKey of sessions) {
         const expected = sessionKey === "s-a" ? 11 : 10
-        expect(yield* ui(() => page.locator(`section[data-session="${sessionKey}"] article.request`).count())).toBe(expected)
+        expect(yield* ui(() => page.locator(`section[data-session="${sessionKey}"] article.request`).count())).toBe(
+          expected
+        )
       }
       expect(yield* ui(() => page.locator("#pending-count").textContent())).toBe("31 pending")
 
@@ -63,7 +69,10 @@ describeBrowser("web console", (it) => {
       yield* ui(() => card(page, requestId).getByRole("button", { name: "Approve once" }).click())
       yield* ui(() => card(page, requestId).waitFor({ state: "detached" }))
       const request = yield* fetchRequest(server, requestId)
-      expect(request).toMatchObject({ status: "approved", resolution: { decision: "approve_once", respondedBy: "ana" } })
+      expect(request).toMatchObject({
+        status: "approved",
+        resolution: { decision: "approve_once", respondedBy: "ana" }
+      })
       yield* ui(() => page.getByText("bash in session s-1: approved once by ana").waitFor())
     }))
 
@@ -85,7 +94,12 @@ describeBrowser("web console", (it) => {
 
       const s1 = (yield* server.request("GET", "/sessions/s-1/approvals")).json
       expect(s1).toHaveLength(1)
-      expect(s1[0]).toMatchObject({ toolName: "bash", scope: "exact", args: `{"command":"npm test"}`, grantedBy: "ana" })
+      expect(s1[0]).toMatchObject({
+        toolName: "bash",
+        scope: "exact",
+        args: `{"command":"npm test"}`,
+        grantedBy: "ana"
+      })
       const s2 = (yield* server.request("GET", "/sessions/s-2/approvals")).json
       expect(s2).toHaveLength(1)
       expect(s2[0]).toMatchObject({ toolName: "bash", scope: "tool", grantedBy: "ana" })
@@ -216,7 +230,9 @@ describeBrowser("web console", (it) => {
       const requestId = yield* paused(server.gate, bash("s-1", "c1"))
       const a = yield* openConsole(server)
       // tab B gets no stream, so it still shows the request after tab A answered it
-      const b = yield* openConsole(server, { before: (page) => page.route("**/audit/stream", (route) => route.abort()) })
+      const b = yield* openConsole(server, {
+        before: (page) => page.route("**/audit/stream", (route) => route.abort())
+      })
       yield* ui(async () => {
         await card(a, requestId).getByRole("button", { name: "Approve once" }).click()
         await card(a, requestId).waitFor({ state: "detached" })
@@ -240,7 +256,9 @@ describeBrowser("web console", (it) => {
       const server = yield* startServer()
       const requestId = yield* paused(server.gate, bash("s-1", "c1"))
       // no stream: the page does not hear that bob answered
-      const page = yield* openConsole(server, { before: (page) => page.route("**/audit/stream", (route) => route.abort()) })
+      const page = yield* openConsole(server, {
+        before: (page) => page.route("**/audit/stream", (route) => route.abort())
+      })
       yield* ui(() => card(page, requestId).waitFor())
       yield* server.gate.respond(requestId, { decision: "approve_once", respondedBy: "bob" })
       yield* ui(async () => {
@@ -281,12 +299,12 @@ describeBrowser("web console", (it) => {
               return route.continue()
             }),
             page.route("**/audit/stream", async (route) => {
-            lastEventIds.push(route.request().headers()["last-event-id"])
-            if (lastEventIds.length > 1) return route.continue()
-            // the first connection fails; meanwhile a request is made
-            missed = await Effect.runPromise(paused(server.gate, bash("s-1", "missed")))
-            return route.abort()
-          })
+              lastEventIds.push(route.request().headers()["last-event-id"])
+              if (lastEventIds.length > 1) return route.continue()
+              // the first connection fails; meanwhile a request is made
+              missed = await Effect.runPromise(paused(server.gate, bash("s-1", "missed")))
+              return route.abort()
+            })
           ])
       })
       yield* ui(() => page.locator("article.request").nth(11).waitFor())
@@ -331,7 +349,9 @@ describeBrowser("web console", (it) => {
       const server = yield* startServer()
       const requestId = yield* paused(server.gate, bash("s-1", "c1"))
       // no stream: the page never hears of the shorter TTL or the expiry
-      const page = yield* openConsole(server, { before: (page) => page.route("**/audit/stream", (route) => route.abort()) })
+      const page = yield* openConsole(server, {
+        before: (page) => page.route("**/audit/stream", (route) => route.abort())
+      })
       yield* ui(() => card(page, requestId).waitFor())
       yield* server.gate.extend(requestId, "50 millis")
       yield* fetchRequest(server, requestId).pipe(
@@ -340,7 +360,9 @@ describeBrowser("web console", (it) => {
       )
       yield* ui(async () => {
         await card(page, requestId).getByRole("button", { name: "Approve once" }).click()
-        await page.getByRole("alert").getByText(new RegExp(`Approval request ${requestId} expired at .*; late answers are refused`))
+        await page.getByRole("alert").getByText(
+          new RegExp(`Approval request ${requestId} expired at .*; late answers are refused`)
+        )
           .waitFor()
         await card(page, requestId).waitFor({ state: "detached" })
       })

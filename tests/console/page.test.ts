@@ -4,8 +4,8 @@
  */
 import { expect } from "bun:test"
 import { Effect } from "effect"
-import { describe, it } from "../support/effectTest.js"
 import { startServer } from "../server/support/server.js"
+import { describe, it } from "../support/effectTest.js"
 
 describe("web console page", () => {
   it.live("is public static HTML with its own script and style only; the data needs the token", () =>

@@ -1,8 +1,9 @@
 /**
  * Checkpoint scenarios, run against every store (memory, SQLite, PostgreSQL) on the TestClock.
  */
+import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
+import { Checkpoint, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { ApprovalStore, Checkpoint, CheckpointStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { Effect, Either, Layer, Schema, type Scope, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
 
@@ -13,7 +14,12 @@ const Turn = Checkpoint.make("agent-turn", {
 })
 const OtherPoint = Checkpoint.make("other", { state: Schema.Struct({ step: Schema.Number }) })
 
-const bash = (id: string, args: Record<string, unknown> = { command: id }) => ({ id, name: "bash", sessionKey: "s1", args })
+const bash = (id: string, args: Record<string, unknown> = { command: id }) => ({
+  id,
+  name: "bash",
+  sessionKey: "s1",
+  args
+})
 
 const pause = (call: ReturnType<typeof bash> | { id: string; name: string; sessionKey: string }) =>
   Effect.flatMap(ToolGate.ToolGate, (gate) => gate.authorize(call)).pipe(
@@ -130,7 +136,9 @@ export const checkpointSuite = <E>(
         expect(winners).toHaveLength(1)
         const losers = results.filter(Either.isLeft).map((r) => r.left)
         expect(losers.map((error) => error._tag)).toEqual(Array(4).fill("CheckpointClaimed"))
-        expect(losers.map((error) => (error as { owner?: string }).owner)).toEqual(Array(4).fill(winners[0]!.right.lease.owner))
+        expect(losers.map((error) => (error as { owner?: string }).owner)).toEqual(
+          Array(4).fill(winners[0]!.right.lease.owner)
+        )
         yield* checkpoints.complete(token, winners[0]!.right.lease)
         const after = yield* Effect.forEach([1, 2, 3], () => failure(checkpoints.resume(Turn, token)), {
           concurrency: "unbounded"
@@ -242,7 +250,9 @@ export const checkpointSuite = <E>(
           ], { concurrency: "unbounded" })
           const holders = [
             ...(Either.isRight(renewed!) ? [renewed.right] : []),
-            ...claims.flatMap((claim) => Either.isRight(claim) ? [(claim.right as Checkpoint.Resumed<unknown>).lease] : [])
+            ...claims.flatMap((claim) =>
+              Either.isRight(claim) ? [(claim.right as Checkpoint.Resumed<unknown>).lease] : []
+            )
           ]
           expect(holders).toHaveLength(1)
           // only the holder acts: when another took over, worker-a is fenced out

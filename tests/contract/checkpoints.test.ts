@@ -1,5 +1,5 @@
-import { describe } from "bun:test"
 import { ApprovalStore, CheckpointStore, SqlCheckpointStore } from "@tool-gate/core"
+import { describe } from "bun:test"
 import { Layer } from "effect"
 import { pgStore, pgUrl, sqliteStore } from "../support/sqlStores.js"
 import { checkpointSuite } from "./checkpointSuite.js"

@@ -3,10 +3,10 @@
  * PostgreSQL). Each test builds a fresh store and gate on the TestClock, so TTLs are driven by
  * `TestClock.adjust`, never by sleeping.
  */
-import { expect } from "bun:test"
-import { Chunk, type Duration, Effect, Either, Fiber, Layer, type Scope, Stream, TestClock } from "effect"
 import type { ApprovalRequest } from "@tool-gate/core"
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { expect } from "bun:test"
+import { Chunk, type Duration, Effect, Either, Fiber, Layer, type Scope, Stream, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
 
 export const policy = Policy.unsafeMake({
@@ -159,7 +159,9 @@ export const toolGateSuite = <E>(
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
           const pause = asPause(
-            yield* gate.authorize(call("c1", "bash", "s1", { command: "make" }, { intentId: "build", agentId: "coder" }))
+            yield* gate.authorize(
+              call("c1", "bash", "s1", { command: "make" }, { intentId: "build", agentId: "coder" })
+            )
           )
           expect(pause.__pause).toBe(true)
           expect(pause.ttlMs).toBe(300_000)
@@ -225,7 +227,11 @@ export const toolGateSuite = <E>(
           const gate = yield* ToolGate.ToolGate
           const fiber = yield* Effect.fork(gate.gate(call("c1", "bash"), () => Effect.void))
           const [request] = yield* waitForPending(gate, 1)
-          yield* gate.respond(request!.requestId, { decision: "deny", reason: "use the staging box", respondedBy: "bo" })
+          yield* gate.respond(request!.requestId, {
+            decision: "deny",
+            reason: "use the staging box",
+            respondedBy: "bo"
+          })
           const error = yield* expectFailure(Fiber.join(fiber))
           expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "denied", reason: "use the staging box" })
           const again = asPause(yield* gate.authorize(call("c2", "bash")))
@@ -275,7 +281,9 @@ export const toolGateSuite = <E>(
             ([id, session], i) =>
               Effect.zipRight(
                 TestClock.adjust(i === 0 ? 0 : 10),
-                Effect.fork(gate.gate(call(id, "bash", session, { n: i }), (allowed) => Effect.succeed<string>(allowed.call.id)))
+                Effect.fork(
+                  gate.gate(call(id, "bash", session, { n: i }), (allowed) => Effect.succeed<string>(allowed.call.id))
+                )
               )
           )
           const all = yield* waitForPending(gate, 5)
@@ -379,7 +387,10 @@ export const toolGateSuite = <E>(
           expect((yield* gate.evaluate(call("c3", "bash", "s1", { ...args, command: "make install" })))._tag).toBe(
             "RequireApproval"
           )
-          expect((yield* gate.evaluate(call("c4", "bash", "s1", { command: "make", env: { A: 1, B: [{ c: true }, 1] } })))._tag)
+          expect(
+            (yield* gate.evaluate(call("c4", "bash", "s1", { command: "make", env: { A: 1, B: [{ c: true }, 1] } })))
+              ._tag
+          )
             .toBe("RequireApproval")
         }))
 
@@ -390,9 +401,13 @@ export const toolGateSuite = <E>(
             yield* gate.authorize(call("c1", "bash", "s1", { command: "ls" }, { workingDirectory: "/repo/a" }))
           )
           yield* gate.respond(pause.requestId, { decision: "approve_session" })
-          expect((yield* gate.evaluate(call("c2", "bash", "s1", { command: "ls" }, { workingDirectory: "/repo/a" })))._tag)
+          expect(
+            (yield* gate.evaluate(call("c2", "bash", "s1", { command: "ls" }, { workingDirectory: "/repo/a" })))._tag
+          )
             .toBe("Allow")
-          expect((yield* gate.evaluate(call("c3", "bash", "s1", { command: "ls" }, { workingDirectory: "/repo/b" })))._tag)
+          expect(
+            (yield* gate.evaluate(call("c3", "bash", "s1", { command: "ls" }, { workingDirectory: "/repo/b" })))._tag
+          )
             .toBe("RequireApproval")
           expect((yield* gate.evaluate(call("c4", "bash", "s1", { command: "ls" })))._tag).toBe("RequireApproval")
         }))
@@ -468,7 +483,9 @@ export const toolGateSuite = <E>(
           })
           expect(resolved.resolution!.editedArgs).toEqual({ path: "/tmp/b", text: "x" })
           expect(yield* Fiber.join(fiber)).toEqual({ path: "/tmp/b", text: "x" })
-          const event = (yield* collect).find((e) => e.type === "approval.resolved")!
+          const event = (yield* collect).find((e) =>
+            e.type === "approval.resolved"
+          )!
           expect(JSON.parse(event.args!)).toEqual({ path: "/tmp/a", text: "x" })
           expect(JSON.parse(event.editedArgs!)).toEqual({ path: "/tmp/b", text: "x" })
         }))
@@ -555,20 +572,28 @@ export const toolGateSuite = <E>(
             ["decision", "c2", "deny"]
           ])
           // the same id with other arguments is another call in disguise
-          expect((yield* expectFailure(gate.authorize(call("c1", "ls", "s1", { path: "/etc" }))))._tag).toBe("InvalidToolCall")
+          expect((yield* expectFailure(gate.authorize(call("c1", "ls", "s1", { path: "/etc" }))))._tag).toBe(
+            "InvalidToolCall"
+          )
           expect((yield* expectFailure(gate.authorize(call("c2", "RM", "s1", { path: "/" }))))._tag).toBe("ToolDenied")
           // a gate with a new policy (a restart with other rules) replays what was decided...
-          const relaxed = yield* ToolGate.make({ policy: Policy.unsafeMake({ allow: ["rm"], requireApproval: ["ls"] }) }).pipe(
+          const relaxed = yield* ToolGate.make({
+            policy: Policy.unsafeMake({ allow: ["rm"], requireApproval: ["ls"] })
+          }).pipe(
             Effect.provideService(ApprovalStore.ApprovalStore, store)
           )
-          expect((yield* expectFailure(relaxed.authorize(call("c2", "rm", "s1", { path: "/" }))))._tag).toBe("ToolDenied")
+          expect((yield* expectFailure(relaxed.authorize(call("c2", "rm", "s1", { path: "/" }))))._tag).toBe(
+            "ToolDenied"
+          )
           expect(yield* relaxed.authorize(ls)).toEqual(first)
           // ...and judges new call ids by its own rules
           const fresh = yield* relaxed.authorize(call("c3", "rm", "s1", { path: "/" }))
           expect(PauseSignal.isPauseSignal(fresh) ? "paused" : fresh._tag).toBe("Allowed")
           asPause(yield* relaxed.authorize(call("c4", "ls")))
           // the record is per session
-          expect(PauseSignal.isPauseSignal(yield* relaxed.authorize(call("c1", "ls", "s2", { path: "/tmp" })))).toBe(true)
+          expect(PauseSignal.isPauseSignal(yield* relaxed.authorize(call("c1", "ls", "s2", { path: "/tmp" })))).toBe(
+            true
+          )
         }))
 
       test("call ids are per session: the same id in another session is another call", () =>
@@ -673,7 +698,9 @@ export const toolGateSuite = <E>(
             ["decision", "allow", "requireApproval[0]", "sessionApproval"]
           ])
           expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6].map((n) => n + events[0]!.seq - 1))
-          for (const e of events.filter((e) => e.type !== "approvals.cleared")) expect(e.policyVersion).toBe(policy.version)
+          for (const e of events.filter((e) => e.type !== "approvals.cleared")) {
+            expect(e.policyVersion).toBe(policy.version)
+          }
           expect(events[4]).toMatchObject({ actor: "ana", elapsedMs: 5000, requestId: pause.requestId })
           expect(events[5]!.sessionApprovalId).toBe(events[4]!.sessionApprovalId!)
         }))
@@ -684,7 +711,8 @@ export const toolGateSuite = <E>(
           const subscribers = yield* Effect.forEach([1, 2, 3], () =>
             Effect.fork(gate.audit.pipe(Stream.take(5), Stream.runCollect)))
           yield* Effect.yieldNow()
-          yield* Effect.forEach(["c1", "c2", "c3", "c4", "c5"], (id) => gate.evaluate(call(id, "ls")))
+          yield* Effect.forEach(["c1", "c2", "c3", "c4", "c5"], (id) =>
+            gate.evaluate(call(id, "ls")))
           const seen = yield* Effect.forEach(subscribers, (f) => Effect.map(Fiber.join(f), Chunk.toArray))
           const first = seen[0]!.map((e) => e.toolCallId)
           expect(first).toEqual(["c1", "c2", "c3", "c4", "c5"])
@@ -755,7 +783,7 @@ export const toolGateSuite = <E>(
           asPause(yield* gate.authorize(call("c4", "deploy")))
           const readFile = yield* gate.authorize(call("c5", "read_file"))
           expect(PauseSignal.isPauseSignal(readFile) ? "paused" : readFile._tag).toBe("Allowed")
-          const events = (yield* store.events({ afterSeq: from }))
+          const events = yield* store.events({ afterSeq: from })
           const shadows = events.filter((e) => e.type === "policy.shadow")
           expect(shadows.map((e) => [e.toolCallId, e.enforced, e.outcome, e.rule])).toEqual([
             ["c1", "allow", "pending", "requireApproval[0]"],
@@ -783,8 +811,7 @@ export const toolGateSuite = <E>(
 }
 
 /** The whole log so far. */
-export const collect =
-  Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.events())
+export const collect = Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.events())
 
 /** Lets forked gates reach their pause, then returns the pending requests (oldest first). */
 export const waitForPending = (gate: ToolGate.Service, count: number) =>

@@ -71,7 +71,9 @@ describe("docs/policy.md", () => {
   it("the complete example decides what its table says", () => {
     const policy = Either.getOrThrow(load(policies.find((block) => block.section === "A complete example")!))
     const table = page.slice(page.indexOf("What it decides:"))
-    const rows = [...table.matchAll(/^\| `(\w+) (\{.*?\})`( from agent `([^`]+)`| from another agent)? \| (\w+) \(`([^`]+)`\) \|/gm)]
+    const rows = [
+      ...table.matchAll(/^\| `(\w+) (\{.*?\})`( from agent `([^`]+)`| from another agent)? \| (\w+) \(`([^`]+)`\) \|/gm)
+    ]
     expect(rows.length).toBe(9)
     for (const [row, name, argsText, from, agent, outcome, rule] of rows) {
       const args = new Function(`return (${argsText})`)() as Record<string, unknown>

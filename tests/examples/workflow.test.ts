@@ -5,7 +5,11 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 
 test("the workflow example: suspended on a deploy, approved, denied, expired; twice in a row", async () => {
   for (const _ of [1, 2]) {
-    const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", "examples/workflow.ts"], { cwd: root, stdout: "pipe", stderr: "pipe" })
+    const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", "examples/workflow.ts"], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe"
+    })
     const [stdout, stderr, code] = await Promise.all([
       new Response(child.stdout).text(),
       new Response(child.stderr).text(),
@@ -18,8 +22,8 @@ test("the workflow example: suspended on a deploy, approved, denied, expired; tw
     expect(approved).toContain("gate   : needs a human: request req_")
     expect(approved).toContain("engine : Suspended")
     // the changelog is read once although the workflow ran again after its pause; the deploy runs once
-    expect(approved!.match(/tool   < read CHANGELOG\.md/g)).toHaveLength(1)
-    expect(approved!.match(/tool   < deploy /g)).toHaveLength(1)
+    expect(approved!.match(/tool {3}< read CHANGELOG\.md/g)).toHaveLength(1)
+    expect(approved!.match(/tool {3}< deploy /g)).toHaveLength(1)
     expect(approved).toContain(
       "engine : Complete, success: released (## 1.2.0 - faster builds; deployed 1.2.0 to production)"
     )

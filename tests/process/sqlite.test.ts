@@ -2,8 +2,8 @@
  * Real Node processes sharing one SQLite file: answers from another process, recovery after
  * SIGKILL, racing responders, and expiry of requests whose TTL passed while nothing ran.
  */
-import { afterAll, describe, expect, test } from "bun:test"
 import { ApprovalStore } from "@tool-gate/core"
+import { afterAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -18,9 +18,11 @@ const freshDb = () => join(dir, `gate-${files++}.db`)
 
 /** Reads the file as the test's own (Bun) process: the store's view of what the workers did. */
 const inspect = <A>(db: string, f: (store: ApprovalStore.Service) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(Effect.scoped(Effect.flatMap(ApprovalStore.ApprovalStore, f).pipe(
-    Effect.provide(storeOver(sqliteClient(db)))
-  )))
+  Effect.runPromise(Effect.scoped(
+    Effect.flatMap(ApprovalStore.ApprovalStore, f).pipe(
+      Effect.provide(storeOver(sqliteClient(db)))
+    )
+  ))
 
 describe("processes sharing a SQLite file (Node, better-sqlite3)", () => {
   test("a waiter in one process is answered from another, and runs the tool", async () => {
@@ -77,8 +79,10 @@ describe("processes sharing a SQLite file (Node, better-sqlite3)", () => {
       const tally = r.tally as Record<string, number>
       expect(Object.keys(tally).every((k) => ["ours", "sameAsWinner", "AlreadyResolved"].includes(k))).toBe(true)
     }
-    const { events, pending } = await inspect(db, (store) =>
-      Effect.all({ events: store.events(), pending: store.listPending() }))
+    const { events, pending } = await inspect(
+      db,
+      (store) => Effect.all({ events: store.events(), pending: store.listPending() })
+    )
     expect(pending).toHaveLength(0)
     const resolved = events.filter((e) => e.type === "approval.resolved")
     expect(resolved).toHaveLength(200)

@@ -26,7 +26,11 @@ test("on Bun without @effect/sql-sqlite-bun: a PersistenceError naming the packa
   expect(built.success).toBe(true)
   const db = join(dir, "data", "gate.db")
   // --no-install: Bun would otherwise fetch the missing package itself, there being no node_modules
-  const child = Bun.spawn([process.execPath, "--no-install", built.outputs[0]!.path, db], { cwd: dir, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn([process.execPath, "--no-install", built.outputs[0]!.path, db], {
+    cwd: dir,
+    stdout: "pipe",
+    stderr: "pipe"
+  })
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

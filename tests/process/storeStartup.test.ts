@@ -4,10 +4,11 @@
  * then decides a call. And a
  * process killed with SIGKILL inside a writing transaction leaves no hole in `seq`.
  */
-import { afterAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"
-import { Effect, Layer } from "effect"
+import { afterAll, describe, expect, test } from "bun:test"
+import type { Layer } from "effect"
+import { Effect } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -39,11 +40,13 @@ const startTogether = async (n: number, db: string) => {
 
 /** The `seq` column in order, read by the test's own client. */
 const seqs = (client: Layer.Layer<SqlClient.SqlClient, unknown>) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ seq: number | string }>`SELECT seq FROM toolgate_events ORDER BY seq`
-    return rows.map((row) => Number(row.seq))
-  }).pipe(Effect.provide(client))))
+  Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ seq: number | string }>`SELECT seq FROM toolgate_events ORDER BY seq`
+      return rows.map((row) => Number(row.seq))
+    }).pipe(Effect.provide(client))
+  ))
 
 const oneToMax = (values: ReadonlyArray<number>) => Array.from({ length: values.length }, (_, i) => i + 1)
 

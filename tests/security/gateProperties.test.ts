@@ -24,8 +24,16 @@
  * schema; skipped without `TOOLGATE_PG_URL`). On failure fast-check prints the seed and the steps;
  * replay with TOOLGATE_FC_SEED=<seed>; TOOLGATE_FC_SHRINK=1 shrinks the counterexample (slow on SQL).
  */
+import {
+  type ApprovalRequest,
+  type AuditEvent,
+  PauseSignal,
+  Policy,
+  type SessionApproval,
+  ToolCall,
+  type ToolGate
+} from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
-import { type ApprovalRequest, type AuditEvent, PauseSignal, Policy, type SessionApproval, ToolCall, type ToolGate } from "@tool-gate/core"
 import { Effect, FastCheck as fc, Option } from "effect"
 import { argsOf, classify, holesIn, type Outcome, type Run, toolRun } from "./support/outcomes.js"
 import { type Backend, backends, type Gates } from "./support/twoGates.js"
@@ -84,7 +92,12 @@ const respondStep = fc.record({
 })
 
 const revokeStep = fc.record({ _tag: fc.constant("revoke" as const), gate: gateIx, lane, pick: fc.nat({ max: 7 }) })
-const clearStep = fc.record({ _tag: fc.constant("clear" as const), gate: gateIx, lane, session: maybe(fc.constantFrom(...SESSIONS)) })
+const clearStep = fc.record({
+  _tag: fc.constant("clear" as const),
+  gate: gateIx,
+  lane,
+  session: maybe(fc.constantFrom(...SESSIONS))
+})
 const recordStep = fc.record({
   _tag: fc.constant("record" as const),
   gate: gateIx,
@@ -94,7 +107,13 @@ const recordStep = fc.record({
   approved: fc.boolean(),
   ttlMs: maybe(fc.constant(30))
 })
-const extendStep = fc.record({ _tag: fc.constant("extend" as const), gate: gateIx, lane, pick: fc.nat({ max: 7 }), ms: fc.constantFrom(20, 80) })
+const extendStep = fc.record({
+  _tag: fc.constant("extend" as const),
+  gate: gateIx,
+  lane,
+  pick: fc.nat({ max: 7 }),
+  ms: fc.constantFrom(20, 80)
+})
 const sweepStep = fc.record({ _tag: fc.constant("sweep" as const), gate: gateIx, lane })
 
 const stepsArb = fc.array(
@@ -146,7 +165,10 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
         })
       const asked = step.via === "gate"
         ? gate.gate(input, runTool)
-        : Effect.tap(gate.authorize(input), (result) => PauseSignal.isPauseSignal(result) ? Effect.void : runTool(result))
+        : Effect.tap(
+          gate.authorize(input),
+          (result) => PauseSignal.isPauseSignal(result) ? Effect.void : runTool(result)
+        )
       return Effect.map(Effect.either(asked), (result) => {
         const outcome = classify(result)
         if (outcome._tag === "paused") known.add(outcome.requestId)
@@ -170,7 +192,9 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
               decision: s.decision,
               respondedBy: `op-${s.gate}`,
               ...(s.decision === "approve_session" && s.scope !== undefined ? { scope: s.scope } : {}),
-              ...(s.decision === "approve_session" && s.sessionTtlMs !== undefined ? { sessionTtlMs: s.sessionTtlMs } : {}),
+              ...(s.decision === "approve_session" && s.sessionTtlMs !== undefined
+                ? { sessionTtlMs: s.sessionTtlMs }
+                : {}),
               ...(approving && s.edit !== undefined ? { editedArgs: { command: s.edit } } : {})
             })
           })
@@ -201,7 +225,12 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
       lanes,
       (lane) => Effect.forEach(lane, (s) => Effect.ignore(step(s)), { discard: true }),
       { concurrency: "unbounded", discard: true }
-    ).pipe(Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the steps did not finish in 30 s (a hang)") }))
+    ).pipe(
+      Effect.timeoutFail({
+        duration: "30 seconds",
+        onTimeout: () => new Error("the steps did not finish in 30 s (a hang)")
+      })
+    )
     return { observed, runs, known }
   })
 
@@ -253,16 +282,24 @@ const violations = (
         if (argsOf(run.got) !== argsOf({ args: approved })) {
           out.push(`${show(run.asked)} ran with ${argsOf(run.got)}, approved were ${argsOf({ args: approved })}`)
         }
-        if (policy.evaluate(run.got)._tag === "Deny") out.push(`${show(run.got)} ran (approved edit) although the policy denies it`)
+        if (policy.evaluate(run.got)._tag === "Deny") {
+          out.push(`${show(run.got)} ran (approved edit) although the policy denies it`)
+        }
       }
     } else {
       if (argsOf(run.got) !== argsOf(run.asked)) out.push(`${show(run.asked)} ran with ${argsOf(run.got)}`)
       const verdict = policy.evaluate(run.asked as ToolCall.ToolCall)
       if (verdict._tag === "Deny") out.push(`${show(run.asked)} ran although the policy denies it (${verdict.rule.id})`)
       if (verdict._tag === "RequireApproval") {
-        const grant = run.decision?.via === "sessionApproval" ? grantById.get(run.decision.sessionApprovalId ?? "") : undefined
+        const grant = run.decision?.via === "sessionApproval"
+          ? grantById.get(run.decision.sessionApprovalId ?? "")
+          : undefined
         if (grant === undefined) {
-          out.push(`${show(run.asked)} needs approval and ran with no session approval on record (${JSON.stringify(run.decision)})`)
+          out.push(
+            `${show(run.asked)} needs approval and ran with no session approval on record (${
+              JSON.stringify(run.decision)
+            })`
+          )
         } else if (grant.sessionKey !== run.asked.sessionKey) {
           out.push(`${show(run.asked)} ran through session approval ${grant.id} of session ${grant.sessionKey}`)
         } else if (
@@ -272,7 +309,11 @@ const violations = (
               // the working directory binds always: a grant made without one covers only calls without one
               grant.workingDirectory !== run.asked.workingDirectory))
         ) {
-          out.push(`${show(run.asked)} ran through session approval ${grant.id}, which does not cover it (${JSON.stringify(grant)})`)
+          out.push(
+            `${show(run.asked)} ran through session approval ${grant.id}, which does not cover it (${
+              JSON.stringify(grant)
+            })`
+          )
         }
       }
     }
@@ -303,8 +344,12 @@ const violations = (
   for (const [requestId, n] of resolutions) if (n > 1) out.push(`request ${requestId} resolved ${n} times`)
   for (const request of requests.values()) {
     const n = resolutions.get(request.requestId) ?? 0
-    if (request.status !== "pending" && n !== 1) out.push(`request ${request.requestId} is ${request.status} with ${n} resolution events`)
-    if (request.status === "pending" && n !== 0) out.push(`request ${request.requestId} is pending with ${n} resolution events`)
+    if (request.status !== "pending" && n !== 1) {
+      out.push(`request ${request.requestId} is ${request.status} with ${n} resolution events`)
+    }
+    if (request.status === "pending" && n !== 0) {
+      out.push(`request ${request.requestId} is pending with ${n} resolution events`)
+    }
   }
 
   // every observed decision has exactly one audit event; a call id has one record
@@ -318,7 +363,9 @@ const violations = (
   for (const [key, records] of byKey) {
     if (records.length > 1) {
       out.push(
-        `call id ${JSON.stringify(key)} names ${records.length} calls: ${records.map((e) => `${e.seq}:${e.type}:${e.outcome}:${e.args}`).join(", ")}`
+        `call id ${JSON.stringify(key)} names ${records.length} calls: ${
+          records.map((e) => `${e.seq}:${e.type}:${e.outcome}:${e.args}`).join(", ")
+        }`
       )
     }
   }
@@ -327,18 +374,26 @@ const violations = (
     const expectRecord = (type: string, outcomeWord: string | undefined) => {
       const found = records.filter((e) => e.type === type && (outcomeWord === undefined || e.outcome === outcomeWord))
       if (found.length !== 1) {
-        out.push(`${show(input)} saw ${JSON.stringify(outcome)}; ${found.length} ${type} events (${outcomeWord ?? "any"}) on record`)
+        out.push(
+          `${show(input)} saw ${JSON.stringify(outcome)}; ${found.length} ${type} events (${
+            outcomeWord ?? "any"
+          }) on record`
+        )
       } else if (found[0]!.args !== undefined && found[0]!.args !== argsOf(input)) {
         out.push(`${show(input)} saw ${outcome._tag}; the ${type} event on record has args ${found[0]!.args}`)
       }
     }
     if (outcome._tag === "ran" && run?.requestId === undefined) expectRecord("decision", "allow")
     else if (outcome._tag === "denied" && outcome.requestId === undefined) expectRecord("decision", "deny")
-    else if (outcome._tag === "ran" || outcome._tag === "denied" || outcome._tag === "paused") expectRecord("approval.requested", undefined)
+    else if (outcome._tag === "ran" || outcome._tag === "denied" || outcome._tag === "paused") {
+      expectRecord("approval.requested", undefined)
+    }
   }
   const refusedSeen = seen.observed.filter((o) => o.outcome._tag === "refused").length
   const refusedEvents = events.filter((e) => e.type === "call.refused").length
-  if (refusedSeen !== refusedEvents) out.push(`${refusedSeen} calls were refused as reused ids; ${refusedEvents} call.refused events`)
+  if (refusedSeen !== refusedEvents) {
+    out.push(`${refusedSeen} calls were refused as reused ids; ${refusedEvents} call.refused events`)
+  }
 
   const holes = holesIn(events)
   if (holes.length > 0) out.push(`seq has holes: ${holes.join(", ")}`)
@@ -355,7 +410,10 @@ const property = (backend: Backend) =>
       const seen = yield* execute(gates, steps)
       const events = yield* gates.store.events()
       const grants = yield* gates.store.sessionApprovals()
-      const ids = new Set([...seen.known, ...seen.runs.flatMap((r) => (r.requestId !== undefined ? [r.requestId] : []))])
+      const ids = new Set([
+        ...seen.known,
+        ...seen.runs.flatMap((r) => (r.requestId !== undefined ? [r.requestId] : []))
+      ])
       for (const e of events) if (e.type === "approval.requested") ids.add(e.requestId!)
       const requests = new Map<string, ApprovalRequest.ApprovalRequest>()
       for (const id of ids) {
@@ -369,14 +427,21 @@ const RUNS: Record<string, number> = { memory: 50, sqlite: 40, postgres: 30 }
 const seed = process.env.TOOLGATE_FC_SEED !== undefined ? Number(process.env.TOOLGATE_FC_SEED) : undefined
 
 for (const { name, backend, skip } of backends("tests/security/gateProperties.test.ts")) {
-  ;(skip ? describe.skip : describe)(`the gate's promise under random policies, answers and interleavings (${name})`, () => {
-    test(`two gates on one ${name} store: nothing runs unapproved, nothing crosses sessions or revocations, once each, audited, no holes`, async () => {
-      await fc.assert(property(backend), {
-        numRuns: RUNS[name]!,
-        ...(seed !== undefined ? { seed } : {}),
-        endOnFailure: process.env.TOOLGATE_FC_SHRINK === undefined,
-        verbose: 1
-      })
-    }, 180_000)
-  })
+  ;(skip ? describe.skip : describe)(
+    `the gate's promise under random policies, answers and interleavings (${name})`,
+    () => {
+      test(
+        `two gates on one ${name} store: nothing runs unapproved, nothing crosses sessions or revocations, once each, audited, no holes`,
+        async () => {
+          await fc.assert(property(backend), {
+            numRuns: RUNS[name]!,
+            ...(seed !== undefined ? { seed } : {}),
+            endOnFailure: process.env.TOOLGATE_FC_SHRINK === undefined,
+            verbose: 1
+          })
+        },
+        180_000
+      )
+    }
+  )
 }

@@ -5,8 +5,8 @@
  * the other is refused as a reused id; `rm -rf /` never runs; the log has one decision and one
  * `call.refused` per id and no hole in `seq`.
  */
-import { afterAll, describe, expect, test } from "bun:test"
 import { ApprovalStore } from "@tool-gate/core"
+import { afterAll, describe, expect, test } from "bun:test"
 import { Effect, type Layer } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -59,7 +59,9 @@ const race = async <E>(db: string, store: Layer.Layer<ApprovalStore.ApprovalStor
     const shape = `${lsResults.get(`id-${i}`)!.result}/${rmResults.get(`id-${i}`)!.result}`
     shapes.set(shape, (shapes.get(shape) ?? 0) + 1)
   }
-  const unexpected = [...shapes].filter(([shape]) => !["ran/InvalidToolCall:id", "InvalidToolCall:id/ToolDenied"].includes(shape))
+  const unexpected = [...shapes].filter(([shape]) =>
+    !["ran/InvalidToolCall:id", "InvalidToolCall:id/ToolDenied"].includes(shape)
+  )
   expect(unexpected).toEqual([])
 
   const events = await inspect(store, (s) => s.events())
@@ -78,18 +80,28 @@ const race = async <E>(db: string, store: Layer.Layer<ApprovalStore.ApprovalStor
 }
 
 describe("two processes reuse each other's tool-call ids at the same time", () => {
-  test(`SQLite (Node, better-sqlite3), ${IDS} ids: rm -rf / never runs, one judged and one refused per id`, async () => {
-    const db = join(dir, "race.db")
-    await race(db, storeOver(sqliteClient(db)))
-  }, 240_000)
+  test(
+    `SQLite (Node, better-sqlite3), ${IDS} ids: rm -rf / never runs, one judged and one refused per id`,
+    async () => {
+      const db = join(dir, "race.db")
+      await race(db, storeOver(sqliteClient(db)))
+    },
+    240_000
+  )
 
   const url = pgUrl
-  if (url === undefined) console.warn("PostgreSQL tests in tests/security/sameCallIdProcesses.test.ts SKIPPED: TOOLGATE_PG_URL not set")
+  if (url === undefined) {
+    console.warn("PostgreSQL tests in tests/security/sameCallIdProcesses.test.ts SKIPPED: TOOLGATE_PG_URL not set")
+  }
   ;(url === undefined ? test.skip : test)(
     `PostgreSQL, ${IDS} ids: rm -rf / never runs, one judged and one refused per id`,
     () =>
-      Effect.runPromise(Effect.scoped(Effect.flatMap(pgSchema(url!), (schemaUrl) =>
-        Effect.promise(() => race(schemaUrl, pgStoreOver(pgClient(schemaUrl), "toolgate_changes")))))),
+      Effect.runPromise(
+        Effect.scoped(Effect.flatMap(pgSchema(url!), (schemaUrl) =>
+          Effect.promise(() =>
+            race(schemaUrl, pgStoreOver(pgClient(schemaUrl), "toolgate_changes"))
+          )))
+      ),
     240_000
   )
 })

@@ -55,7 +55,10 @@ describe("HTTP approval API", () => {
         body: { decision: "approve_once", respondedBy: "mallory" }
       })
       expect(reply.status).toBe(200)
-      expect(reply.json).toMatchObject({ status: "approved", resolution: { decision: "approve_once", respondedBy: "ana" } })
+      expect(reply.json).toMatchObject({
+        status: "approved",
+        resolution: { decision: "approve_once", respondedBy: "ana" }
+      })
       expect(yield* Fiber.join(waiter)).toBe("ran echo c1")
       const [resolved] = yield* server.store.events({ sessionKey: "s1", outcome: "approved" })
       expect(resolved).toMatchObject({ type: "approval.resolved", actor: "ana" })
@@ -151,13 +154,19 @@ describe("HTTP approval API", () => {
       const server = yield* startServer()
       const requestId = yield* paused(server.gate, { id: "q1", name: "quick", sessionKey: "s1" })
       expect((yield* server.gate.awaitDecision(requestId)).status).toBe("expired")
-      const late = yield* server.request("POST", `/approvals/${requestId}/respond`, { body: { decision: "approve_once" } })
+      const late = yield* server.request("POST", `/approvals/${requestId}/respond`, {
+        body: { decision: "approve_once" }
+      })
       expect(late.status).toBe(410)
       expect(late.json).toMatchObject({ _tag: "RequestExpired", requestId })
       expect(late.json.message).toContain("late answers are refused")
       const unknown = yield* server.request("POST", "/approvals/req_nope/respond", { body: { decision: "deny" } })
       expect(unknown.status).toBe(404)
-      expect(unknown.json).toEqual({ _tag: "RequestNotFound", requestId: "req_nope", message: "No approval request with id req_nope" })
+      expect(unknown.json).toEqual({
+        _tag: "RequestNotFound",
+        requestId: "req_nope",
+        message: "No approval request with id req_nope"
+      })
     }))
 
   it.live("extend gives a pending request more time and is audited with the approver", () =>
@@ -176,7 +185,9 @@ describe("HTTP approval API", () => {
     Effect.gen(function*() {
       const server = yield* startServer()
       const requestId = yield* paused(server.gate, bash("s1", "c1"))
-      yield* server.request("POST", `/approvals/${requestId}/respond`, { body: { decision: "approve_session", scope: "tool" } })
+      yield* server.request("POST", `/approvals/${requestId}/respond`, {
+        body: { decision: "approve_session", scope: "tool" }
+      })
       const listed = yield* server.request("GET", "/sessions/s1/approvals", { token: "auditor" })
       expect(listed.status).toBe(200)
       expect(listed.json).toHaveLength(1)
@@ -241,10 +252,16 @@ describe("HTTP approval API", () => {
         "/health"
       ]))
       expect(spec.json.paths["/me"].get.security).toEqual([{ bearer: [] }])
-      expect(spec.json.paths["/me"].get.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Identity" })
-      expect(spec.json.paths["/health"].get.responses["503"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Unavailable" })
+      expect(spec.json.paths["/me"].get.responses["200"].content["application/json"].schema).toEqual({
+        $ref: "#/components/schemas/Identity"
+      })
+      expect(spec.json.paths["/health"].get.responses["503"].content["application/json"].schema).toEqual({
+        $ref: "#/components/schemas/Unavailable"
+      })
       const respond = spec.json.paths["/approvals/{requestId}/respond"].post
-      expect(Object.keys(respond.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "409", "410", "413", "503"]))
+      expect(Object.keys(respond.responses)).toEqual(
+        expect.arrayContaining(["200", "400", "401", "403", "404", "409", "410", "413", "503"])
+      )
       expect(spec.json.components.securitySchemes).toBeDefined()
       const docs = yield* server.request("GET", "/docs", { token: null })
       expect(docs.status).toBe(200)

@@ -3,9 +3,9 @@
  * verification, roles (auditors read, approvers answer) and session patterns (a token for
  * `team-a-*` neither sees nor answers `team-b-1`), against a real server.
  */
-import { expect, test } from "bun:test"
 import { NodeFileSystem } from "@effect/platform-node"
 import { Auth } from "@tool-gate/server"
+import { expect, test } from "bun:test"
 import { ConfigProvider, Effect, Either, Redacted } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -14,8 +14,7 @@ import { tempDir } from "../support/sqlStores.js"
 import { bash, paused, startServer, tokenList } from "./support/server.js"
 import { openStream } from "./support/sse.js"
 
-const failure = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.runPromise(Effect.flip(effect))
+const failure = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.flip(effect))
 
 describe("token lists", () => {
   test("valid JSON gives the tokens", async () => {
@@ -24,11 +23,14 @@ describe("token lists", () => {
   })
 
   test("every problem is reported with its path", async () => {
-    const error = await failure(Auth.fromJson(JSON.stringify([
-      { token: "short", name: " ", role: "admin", sessions: ["team-\\"], extra: 1 },
-      { token: "a-long-enough-token-1", name: "ana", role: "approver", sessions: [] },
-      { token: "a-long-enough-token-1", name: "bob", role: "auditor" }
-    ]), "tokens.json"))
+    const error = await failure(Auth.fromJson(
+      JSON.stringify([
+        { token: "short", name: " ", role: "admin", sessions: ["team-\\"], extra: 1 },
+        { token: "a-long-enough-token-1", name: "ana", role: "approver", sessions: [] },
+        { token: "a-long-enough-token-1", name: "bob", role: "auditor" }
+      ]),
+      "tokens.json"
+    ))
     expect(error._tag).toBe("TokensInvalid")
     expect(error.source).toBe("tokens.json")
     expect(error.problems.map((p) => p.path)).toEqual(expect.arrayContaining([
@@ -61,14 +63,16 @@ describe("token lists", () => {
   })
 
   test("from a JSON file", async () => {
-    const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = join(dir, "tokens.json")
-      writeFileSync(path, JSON.stringify(tokenList))
-      const tokens = yield* Auth.fromFile(path)
-      const missing = yield* Effect.flip(Auth.fromFile(join(dir, "missing.json")))
-      return { tokens, missing }
-    })).pipe(Effect.provide(NodeFileSystem.layer)))
+    const result = await Effect.runPromise(
+      Effect.scoped(Effect.gen(function*() {
+        const dir = yield* tempDir
+        const path = join(dir, "tokens.json")
+        writeFileSync(path, JSON.stringify(tokenList))
+        const tokens = yield* Auth.fromFile(path)
+        const missing = yield* Effect.flip(Auth.fromFile(join(dir, "missing.json")))
+        return { tokens, missing }
+      })).pipe(Effect.provide(NodeFileSystem.layer))
+    )
     expect(result.tokens).toEqual(tokenList)
     expect(result.missing._tag).toBe("TokensInvalid")
     expect(result.missing.source).toEndWith("missing.json")
@@ -139,12 +143,18 @@ describe("roles and session patterns over HTTP", () => {
       const pending = yield* server.request("GET", "/approvals/pending", { token: "teamA" })
       expect(pending.json.map((r: { requestId: string }) => r.requestId)).toEqual([a])
       // every endpoint's 404 for team-b-1 is in the bad-inputs table
-      const refused = yield* server.request("POST", `/approvals/${b}/respond`, { token: "teamA", body: { decision: "approve_once" } })
+      const refused = yield* server.request("POST", `/approvals/${b}/respond`, {
+        token: "teamA",
+        body: { decision: "approve_once" }
+      })
       expect(refused.status).toBe(404)
       expect((yield* server.gate.getRequest(b)).status).toBe("pending")
       expect(yield* server.gate.hasApproval("bash", "team-b-1")).toBe(true)
 
-      const answered = yield* server.request("POST", `/approvals/${a}/respond`, { token: "teamA", body: { decision: "deny" } })
+      const answered = yield* server.request("POST", `/approvals/${a}/respond`, {
+        token: "teamA",
+        body: { decision: "deny" }
+      })
       expect(answered.json.resolution).toMatchObject({ decision: "deny", respondedBy: "alice" })
 
       // a clear of every session has no session key: only unlimited tokens see it
@@ -164,18 +174,34 @@ describe("roles and session patterns over HTTP", () => {
       const [grant] = yield* server.gate.sessionApprovals("team-b-1")
       const missing = { request: "req_0000000000000000missing", grant: "sa_0000000000000000missing" }
       /** The same call on what exists in team-b-1 and on what exists nowhere: status and body alike. */
-      const same = (method: string, path: (ids: { request: string; grant: string; session: string }) => string, body?: unknown) =>
+      const same = (
+        method: string,
+        path: (ids: { request: string; grant: string; session: string }) => string,
+        body?: unknown
+      ) =>
         Effect.gen(function*() {
-          const there = yield* server.request(method, path({ request: hidden, grant: grant!.id, session: "team-b-1" }), { token: "teamA", body })
-          const nowhere = yield* server.request(method, path({ ...missing, session: "team-b-nobody" }), { token: "teamA", body })
+          const there = yield* server.request(
+            method,
+            path({ request: hidden, grant: grant!.id, session: "team-b-1" }),
+            { token: "teamA", body }
+          )
+          const nowhere = yield* server.request(method, path({ ...missing, session: "team-b-nobody" }), {
+            token: "teamA",
+            body
+          })
           expect(there.status).toBe(404)
           expect(nowhere.status).toBe(404)
           const anonymous = (text: string) =>
-            text.replaceAll(hidden, "ID").replaceAll(grant!.id, "ID").replaceAll(missing.request, "ID").replaceAll(missing.grant, "ID")
+            text.replaceAll(hidden, "ID").replaceAll(grant!.id, "ID").replaceAll(missing.request, "ID").replaceAll(
+              missing.grant,
+              "ID"
+            )
           expect(anonymous(there.text)).toBe(anonymous(nowhere.text))
           // nothing the caller did not send: not the session, not the token's patterns or name
           for (const secret of ["team-b-1", "team-a", "alice"]) {
-            if (!path({ request: hidden, grant: grant!.id, session: "team-b-1" }).includes(secret)) expect(there.text).not.toContain(secret)
+            if (!path({ request: hidden, grant: grant!.id, session: "team-b-1" }).includes(secret)) {
+              expect(there.text).not.toContain(secret)
+            }
           }
         })
       yield* same("GET", ({ request }) => `/approvals/${request}`)
@@ -216,11 +242,14 @@ describe("roles and session patterns over HTTP", () => {
           sessionKey: mine.has(seq) ? "team-a-1" : "team-b-1"
         }), { discard: true })
       const query = (params: string) =>
-        Effect.map(server.request("GET", `/audit?${params}`, { token: "teamA" }), (reply) =>
-          reply.json.map((e: { seq: number; sessionKey: string }) => {
-            expect(e.sessionKey).toBe("team-a-1")
-            return e.seq
-          }))
+        Effect.map(
+          server.request("GET", `/audit?${params}`, { token: "teamA" }),
+          (reply) =>
+            reply.json.map((e: { seq: number; sessionKey: string }) => {
+              expect(e.sessionKey).toBe("team-a-1")
+              return e.seq
+            })
+        )
 
       expect(yield* query("limit=1000")).toEqual([1, 500, 501, 1203])
       expect(yield* query("limit=3&afterSeq=1")).toEqual([500, 501, 1203])

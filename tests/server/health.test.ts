@@ -4,12 +4,12 @@
  * stores really fail: on SQLite another connection takes the event table away; on PostgreSQL the
  * connection running the read is terminated.
  */
-import { describe as bunDescribe, expect } from "bun:test"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Server } from "@tool-gate/server"
 import { ToolGatePg } from "@tool-gate/pg"
+import { Server } from "@tool-gate/server"
 import { Database } from "bun:sqlite"
+import { describe as bunDescribe, expect } from "bun:test"
 import { Context, Effect, Fiber, Layer, Option, Redacted, Schedule } from "effect"
 import { describe, it } from "../support/effectTest.js"
 import { pgClient, pgSchema, pgUrl } from "../support/sqlStores.js"
@@ -45,7 +45,9 @@ const pgSuite = (url: string) =>
         const schemaUrl = yield* pgSchema(url)
         const context = yield* Layer.build(
           Server.layer({ port: 0, tokens: tokenList }).pipe(
-            Layer.provideMerge(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy, channel: "toolgate_health_test" }))
+            Layer.provideMerge(
+              ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy, channel: "toolgate_health_test" })
+            )
           )
         )
         const address = Context.get(context, HttpServer.HttpServer).address

@@ -10,8 +10,8 @@
  *   to every test in it; released after the block.
  */
 import { afterAll, beforeAll, describe, test } from "bun:test"
-import { Cause, Context, Effect, Exit, Layer, Scope, TestContext } from "effect"
-import type { TestServices } from "effect"
+import { Cause, Effect, Exit, Layer, Scope, TestContext } from "effect"
+import type { Context, TestServices } from "effect"
 
 type TestBody<R> = () => Effect.Effect<unknown, unknown, R>
 
@@ -36,14 +36,20 @@ export interface Methods<R> {
 
 const makeMethods = <R>(provide: <A, E>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E>): Methods<R> => ({
   effect: (name, body, timeout) =>
-    test(name, () => toPromise(provide(Effect.suspend(body).pipe(Effect.provide(TestContext.TestContext)) as never)), timeout),
+    test(
+      name,
+      () => toPromise(provide(Effect.suspend(body).pipe(Effect.provide(TestContext.TestContext)) as never)),
+      timeout
+    ),
   scoped: (name, body, timeout) =>
     test(
       name,
-      () => toPromise(provide(Effect.suspend(body).pipe(Effect.scoped, Effect.provide(TestContext.TestContext)) as never)),
+      () =>
+        toPromise(provide(Effect.suspend(body).pipe(Effect.scoped, Effect.provide(TestContext.TestContext)) as never)),
       timeout
     ),
-  live: (name, body, timeout) => test(name, () => toPromise(provide(Effect.suspend(body).pipe(Effect.scoped) as never)), timeout)
+  live: (name, body, timeout) =>
+    test(name, () => toPromise(provide(Effect.suspend(body).pipe(Effect.scoped) as never)), timeout)
 })
 
 export const it: Methods<never> = makeMethods((effect) => effect)
@@ -51,19 +57,20 @@ export const it: Methods<never> = makeMethods((effect) => effect)
 /**
  * Builds `self` once for the describe block; every test in it gets the same services.
  */
-export const layer = <ROut, E>(self: Layer.Layer<ROut, E>) => (name: string, body: (it: Methods<ROut>) => void): void => {
-  describe(name, () => {
-    let context: Context.Context<ROut> | undefined
-    let scope: Scope.CloseableScope | undefined
-    beforeAll(async () => {
-      scope = Effect.runSync(Scope.make())
-      context = await Effect.runPromise(Layer.buildWithScope(self, scope))
+export const layer =
+  <ROut, E>(self: Layer.Layer<ROut, E>) => (name: string, body: (it: Methods<ROut>) => void): void => {
+    describe(name, () => {
+      let context: Context.Context<ROut> | undefined
+      let scope: Scope.CloseableScope | undefined
+      beforeAll(async () => {
+        scope = Effect.runSync(Scope.make())
+        context = await Effect.runPromise(Layer.buildWithScope(self, scope))
+      })
+      afterAll(async () => {
+        if (scope) await Effect.runPromise(Scope.close(scope, Exit.void))
+      })
+      body(makeMethods<ROut>((effect) => Effect.suspend(() => Effect.provide(effect, context!))))
     })
-    afterAll(async () => {
-      if (scope) await Effect.runPromise(Scope.close(scope, Exit.void))
-    })
-    body(makeMethods<ROut>((effect) => Effect.suspend(() => Effect.provide(effect, context!))))
-  })
-}
+  }
 
 export { describe }

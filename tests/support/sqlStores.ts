@@ -3,9 +3,9 @@
  * is set) in a fresh schema per store, so tests never see each other's rows.
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
+import type { SqlError } from "@effect/sql/SqlError"
 import { SqlApprovalStore } from "@tool-gate/core"
 import { Effect, Layer, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"

@@ -238,7 +238,8 @@ const lostResult = (call: GatedToolkit.ModelCall): GatedToolkit.ToolResult => ({
   isFailure: true,
   result: {
     interrupted: true,
-    message: `The approved call ${call.id} (${call.name}) was started by an earlier attempt that stopped before finishing; its result is unknown.`
+    message:
+      `The approved call ${call.id} (${call.name}) was started by an earlier attempt that stopped before finishing; its result is unknown.`
   }
 })
 
@@ -266,12 +267,13 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
     toolkit: Toolkit.WithHandler<Tools>,
     call: { readonly id: string; readonly name: string; readonly params: unknown }
   ) =>
-    Schema.encodeUnknown(toolkit.tools[call.name]!.parametersSchema as Schema.Schema<unknown, unknown>)(call.params).pipe(
-      Effect.map((params): GatedToolkit.ModelCall => ({ id: call.id, name: call.name, params })),
-      Effect.mapError((error) =>
-        AiError.MalformedOutput.fromParseError({ module: "AgentLoop", method: "run", error })
+    Schema.encodeUnknown(toolkit.tools[call.name]!.parametersSchema as Schema.Schema<unknown, unknown>)(call.params)
+      .pipe(
+        Effect.map((params): GatedToolkit.ModelCall => ({ id: call.id, name: call.name, params })),
+        Effect.mapError((error) =>
+          AiError.MalformedOutput.fromParseError({ module: "AgentLoop", method: "run", error })
+        )
       )
-    )
 
   /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
   const continueFrom = <FE>(
@@ -285,7 +287,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       const model = yield* LanguageModel.LanguageModel
       const checkpoints = yield* Checkpoint.Checkpoints
       let prompt = start
-      for (let turns = turnsSoFar; ; turns++) {
+      for (let turns = turnsSoFar;; turns++) {
         if (turns >= maxTurns) return yield* new MaxTurnsExceeded({ sessionKey: session.sessionKey, maxTurns })
         yield* fence
         const response = yield* model.generateText({ prompt, toolkit, disableToolCallResolution: true })
@@ -299,7 +301,9 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
 
         const outcomes = yield* Effect.forEach(calls, (call) =>
           Effect.zipRight(fence, reported(call, GatedToolkit.authorize(toolkit, call, session))))
-        const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
+        const results = outcomes.flatMap((outcome) =>
+          outcome._tag === "Pending" ? [] : [outcome.result]
+        )
         const pending = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [outcome.signal] : [])
         if (pending.length > 0) {
           const token = yield* checkpoints.save(

@@ -221,15 +221,15 @@ export const authorize = <Tools extends Record<string, Tool.Any>>(
   call: ModelCall,
   session: Session
 ): Effect.Effect<Outcome, Error<Tools>, ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>> =>
-  Effect.flatMap(ToolGate.ToolGate, (service) =>
-    Effect.flatMap(judged(toolkit, call, session), service.authorize)).pipe(
+  Effect.flatMap(ToolGate.ToolGate, (service) => Effect.flatMap(judged(toolkit, call, session), service.authorize))
+    .pipe(
       Effect.flatMap((result) =>
         PauseSignal.isPauseSignal(result)
           ? Effect.succeed<Outcome>(Outcome.Pending({ signal: result }))
           : handler(toolkit, call)(result)
       ),
-    Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
-  )
+      Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
+    )
 
 /**
  * Runs the call through `ToolGate.gate`: when it needs a human, waits (up to the TTL) for the
@@ -248,7 +248,9 @@ export const gate = <Tools extends Record<string, Tool.Any>>(
   Error<Tools>,
   ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>
 > =>
-  Effect.flatMap(ToolGate.ToolGate, (service) =>
-    Effect.flatMap(judged(toolkit, call, session), (input) => service.gate(input, handler(toolkit, call)))).pipe(
-      Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
-    )
+  Effect.flatMap(
+    ToolGate.ToolGate,
+    (service) => Effect.flatMap(judged(toolkit, call, session), (input) => service.gate(input, handler(toolkit, call)))
+  ).pipe(
+    Effect.catchTag("ToolDenied", (denied) => Effect.succeed(denial(call, denied)))
+  )

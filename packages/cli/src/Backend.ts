@@ -190,4 +190,6 @@ export interface RemoteOptions {
  */
 export const layerRemote = (options: RemoteOptions): Layer.Layer<Backend> =>
   // loaded only when asked for, so commands on the file start without the HTTP client and API
-  Layer.unwrapEffect(Effect.promise(() => import("./internal/remote.js")).pipe(Effect.map((remote) => remote.layer(options))))
+  Layer.unwrapEffect(
+    Effect.promise(() => import("./internal/remote.js")).pipe(Effect.map((remote) => remote.layer(options)))
+  )

@@ -287,7 +287,9 @@ export const parseArgs = (text: string): Either.Either<ToolCall.ToolArgs, string
         }).pipe(
           Either.flatMap(Either.mapLeft((error) =>
             `--args are not acceptable arguments: ${
-              ToolGateError.problemsOf(error).map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join("; ")
+              ToolGateError.problemsOf(error).map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join(
+                "; "
+              )
             }`
           ))
         )
@@ -342,7 +344,9 @@ const duration = (flag: string, description: string) =>
 /** Without a policy nothing evaluates new calls, and an approval with edited arguments is denied. */
 const editsDenied = Policy.unsafeMake({ default: "deny" })
 
-const loadPolicy = (file: Option.Option<string>): Effect.Effect<Policy.Policy, ToolGateError.PolicyInvalid, FileSystem.FileSystem> =>
+const loadPolicy = (
+  file: Option.Option<string>
+): Effect.Effect<Policy.Policy, ToolGateError.PolicyInvalid, FileSystem.FileSystem> =>
   Option.match(file, { onNone: () => Effect.succeed(editsDenied), onSome: Policy.load })
 
 const osUser = (): string => {
@@ -371,11 +375,16 @@ const backend = (config: Target) =>
   })
 
 /** Prints each line with its own `Console.log`: the boundary escapes any line break inside one. */
-const printLines = (lines: ReadonlyArray<string>) => Effect.forEach(lines, (line) => Console.log(line), { discard: true })
+const printLines = (lines: ReadonlyArray<string>) =>
+  Effect.forEach(lines, (line) => Console.log(line), { discard: true })
 
 /** Prints `value` as JSON encoded by `schema`, or as lines of text. */
-const print = <A, I>(asJson: boolean, schema: Schema.Schema<A, I>, value: A, text: () => string | ReadonlyArray<string>) =>
-  asJson ? printLines(Terminal.json(Schema.encodeSync(schema)(value)).split("\n")) : printLines([text()].flat())
+const print = <A, I>(
+  asJson: boolean,
+  schema: Schema.Schema<A, I>,
+  value: A,
+  text: () => string | ReadonlyArray<string>
+) => asJson ? printLines(Terminal.json(Schema.encodeSync(schema)(value)).split("\n")) : printLines([text()].flat())
 
 const withBackend = <Name extends string, A extends Target, E, R>(
   command: Command.Command<Name, R, E, A>
@@ -423,10 +432,15 @@ const approve = Command.make(
   },
   (config) =>
     Effect.gen(function*() {
-      const sessionOnly = [["--scope", Option.isSome(config.scope)], ["--session-ttl", Option.isSome(config.sessionTtl)]] as const
+      const sessionOnly = [["--scope", Option.isSome(config.scope)], [
+        "--session-ttl",
+        Option.isSome(config.sessionTtl)
+      ]] as const
       for (const [flag, given] of sessionOnly) {
         if (given && !config.session) {
-          return yield* new Backend.InvalidInput({ message: `${flag} applies only with --session (approve for the session)` })
+          return yield* new Backend.InvalidInput({
+            message: `${flag} applies only with --session (approve for the session)`
+          })
         }
       }
       if (Option.isSome(config.args) && Option.isNone(config.server) && Option.isNone(config.policy)) {
@@ -455,10 +469,12 @@ const deny = Command.make(
     reason: reason("why; the agent's model reads it")
   },
   (config) =>
-    Effect.flatMap(Backend.Backend, (backend) =>
-      backend.respond(config.id, { decision: "deny", reason: Option.getOrUndefined(config.reason) })).pipe(
-        Effect.flatMap(answered(config.json))
-      )
+    Effect.flatMap(
+      Backend.Backend,
+      (backend) => backend.respond(config.id, { decision: "deny", reason: Option.getOrUndefined(config.reason) })
+    ).pipe(
+      Effect.flatMap(answered(config.json))
+    )
 ).pipe(Command.withDescription("Deny a pending request"), withBackend)
 
 const extend = Command.make(
@@ -541,7 +557,9 @@ const audit = Command.make(
     after: Options.integer("after").pipe(
       Options.withPseudoName("SEQ"),
       Options.withDescription("only events after this sequence number (to resume)"),
-      Options.mapEffect((seq) => seq >= 0 ? Either.right(seq) : Either.left(invalid(`--after must be 0 or more, got ${seq}`))),
+      Options.mapEffect((seq) =>
+        seq >= 0 ? Either.right(seq) : Either.left(invalid(`--after must be 0 or more, got ${seq}`))
+      ),
       Options.optional
     )
   },
@@ -553,7 +571,9 @@ const audit = Command.make(
         sessionKey: Option.getOrUndefined(config.session)
       }).pipe(
         Stream.runForEach((event) =>
-          Console.log(config.json ? Terminal.json(Schema.encodeSync(AuditEvent.AuditEvent)(event), 0) : Format.auditLine(event))
+          Console.log(
+            config.json ? Terminal.json(Schema.encodeSync(AuditEvent.AuditEvent)(event), 0) : Format.auditLine(event)
+          )
         )
       ))
 ).pipe(Command.withDescription("Print the audit log in sequence order; --follow to tail it"), withBackend)
@@ -568,30 +588,38 @@ const policyCheck = Command.make(
       const warnings = Either.match(loaded, { onLeft: () => [], onRight: (policy) => policy.warnings })
       const at = (path: string) => (path === "" ? `${file}:` : `${file}: ${path}:`)
       if (json) {
-        yield* printLines(Terminal.json(
-          {
-            file,
-            valid: Either.isRight(loaded),
-            ...Either.match(loaded, {
-              onLeft: () => ({}),
-              onRight: (policy) => ({ version: policy.version, rules: policy.rules.length })
-            }),
-            problems,
-            warnings
-          }
-        ).split("\n"))
+        yield* printLines(
+          Terminal.json(
+            {
+              file,
+              valid: Either.isRight(loaded),
+              ...Either.match(loaded, {
+                onLeft: () => ({}),
+                onRight: (policy) => ({ version: policy.version, rules: policy.rules.length })
+              }),
+              problems,
+              warnings
+            }
+          ).split("\n")
+        )
       } else {
         for (const problem of problems) yield* Console.log(`${at(problem.path)} error: ${problem.message}`)
-        for (const warning of warnings) yield* Console.log(`${at(warning.path)} warning (${warning.kind}): ${warning.message}`)
+        for (const warning of warnings) {
+          yield* Console.log(`${at(warning.path)} warning (${warning.kind}): ${warning.message}`)
+        }
         yield* Console.log(Either.match(loaded, {
           onLeft: () => `${file}: invalid policy, ${problems.length} problem(s)`,
           onRight: (policy) =>
-            `${file}: valid policy, ${policy.rules.length} rule(s), ${warnings.length} warning(s), version ${policy.version.slice(0, 12)}`
+            `${file}: valid policy, ${policy.rules.length} rule(s), ${warnings.length} warning(s), version ${
+              policy.version.slice(0, 12)
+            }`
         }))
       }
       if (Either.isLeft(loaded)) return yield* new Failed({ code: ExitCode.policyInvalid })
     })
-).pipe(Command.withDescription("Validate a policy file: every problem and lint warning with its path; exit 1 if invalid"))
+).pipe(
+  Command.withDescription("Validate a policy file: every problem and lint warning with its path; exit 1 if invalid")
+)
 
 const policy = Command.make("policy").pipe(
   Command.withDescription("Policy files"),
@@ -607,7 +635,9 @@ const serve = Command.make(
       Options.withPseudoName("PORT"),
       Options.withDescription("0 picks a free port"),
       Options.mapEffect((port) =>
-        port >= 0 && port <= 65535 ? Either.right(port) : Either.left(invalid(`--port must be from 0 to 65535, got ${port}`))
+        port >= 0 && port <= 65535
+          ? Either.right(port)
+          : Either.left(invalid(`--port must be from 0 to 65535, got ${port}`))
       ),
       Options.withDefault(7070)
     ),
@@ -673,13 +703,16 @@ const demo = Command.make("demo", {}, () =>
     if (code !== 0) return yield* new Failed({ code })
   })).pipe(Command.withDescription("Run the demo: an agent pauses, is approved from another process, and resumes"))
 
-const toolgate = Command.make("toolgate", {}, () =>
-  Effect.fail(new Backend.InvalidInput({ message: "missing command; see toolgate --help" }))).pipe(
-    Command.withDescription("Gate AI-agent tool calls: answer approvals, read the audit log, check policies"),
-    Command.withSubcommands([serve, pending, approve, deny, extend, approvals, audit, policy, demo]),
-    // every command prints through the output boundary (internal/terminal.ts)
-    Command.transformHandler(Terminal.withConsole(Terminal.lines))
-  )
+const toolgate = Command.make(
+  "toolgate",
+  {},
+  () => Effect.fail(new Backend.InvalidInput({ message: "missing command; see toolgate --help" }))
+).pipe(
+  Command.withDescription("Gate AI-agent tool calls: answer approvals, read the audit log, check policies"),
+  Command.withSubcommands([serve, pending, approve, deny, extend, approvals, audit, policy, demo]),
+  // every command prints through the output boundary (internal/terminal.ts)
+  Command.transformHandler(Terminal.withConsole(Terminal.lines))
+)
 
 /**
  * The whole command line.

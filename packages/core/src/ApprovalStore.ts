@@ -19,8 +19,8 @@ import { Context, Effect, Layer, Option, Queue } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
 import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
-import type { Recorded as RecordedDecision } from "./Decision.js"
 import { matches } from "./AuditEvent.js"
+import type { Recorded as RecordedDecision } from "./Decision.js"
 import type { SessionApproval, SessionApprovalId } from "./SessionApproval.js"
 import { covers, isActive } from "./SessionApproval.js"
 import type { PersistenceError } from "./ToolGateError.js"
@@ -115,7 +115,9 @@ export interface RevokeQuery {
  */
 export interface Service {
   /** Appends events that change no projection (policy decisions); returns them sequenced. */
-  readonly append: (events: ReadonlyArray<UnsequencedEvent>) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
+  readonly append: (
+    events: ReadonlyArray<UnsequencedEvent>
+  ) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
   /**
    * Inserts the request with its `approval.requested` event, in one transaction that first finds
    * any record for the same `(sessionKey, toolCall.id)` (`Existing`, `Decided`) and any session
@@ -150,7 +152,11 @@ export interface Service {
    * Spends an approved request: `true` for the one caller that may run the tool. `event` (an
    * enforcement denial) commits with the spending, and only with it.
    */
-  readonly consume: (requestId: RequestId, at: number, event?: UnsequencedEvent) => Effect.Effect<boolean, PersistenceError>
+  readonly consume: (
+    requestId: RequestId,
+    at: number,
+    event?: UnsequencedEvent
+  ) => Effect.Effect<boolean, PersistenceError>
   readonly getRequest: (requestId: RequestId) => Effect.Effect<Option.Option<ApprovalRequest>, PersistenceError>
   readonly findByToolCall: (
     sessionKey: string,
@@ -185,7 +191,10 @@ export interface Service {
     at: number,
     warnBeforeMs: number
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
-  readonly grant: (approval: NewSessionApproval, event: UnsequencedEvent) => Effect.Effect<SessionApproval, PersistenceError>
+  readonly grant: (
+    approval: NewSessionApproval,
+    event: UnsequencedEvent
+  ) => Effect.Effect<SessionApproval, PersistenceError>
   /** Revokes one active session approval; `None` when there is no active one with that id. */
   readonly revoke: (
     id: SessionApprovalId,

@@ -37,22 +37,24 @@ import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
 import type { ApprovalStore } from "./ApprovalStore.js"
 import * as CheckpointStore from "./CheckpointStore.js"
 import * as ToolGate from "./ToolGate.js"
+import type { RequestNotFound, RequestPending } from "./ToolGateError.js"
 import {
   AlreadyResumed,
   CheckpointClaimed,
   CheckpointInvalid,
   CheckpointNotFound,
   type PersistenceError,
-  problemsOf,
-  RequestNotFound,
-  RequestPending
+  problemsOf
 } from "./ToolGateError.js"
 
 /**
  * @since 0.1.0
  * @category models
  */
-export const Token = Schema.String.pipe(Schema.pattern(/^cp_[0-9a-f-]{36}$/), Schema.brand("@tool-gate/CheckpointToken"))
+export const Token = Schema.String.pipe(
+  Schema.pattern(/^cp_[0-9a-f-]{36}$/),
+  Schema.brand("@tool-gate/CheckpointToken")
+)
 
 /**
  * The handle a paused pipeline keeps (print it, store it, put it in a URL) to resume later.
@@ -194,7 +196,10 @@ export interface Service {
   /** Checkpoints at this wait point not completed yet (pending, answered or claimed), oldest first. */
   readonly open: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>
-  ) => Effect.Effect<ReadonlyArray<{ readonly token: Token; readonly requestIds: ReadonlyArray<string> }>, PersistenceError>
+  ) => Effect.Effect<
+    ReadonlyArray<{ readonly token: Token; readonly requestIds: ReadonlyArray<string> }>,
+    PersistenceError
+  >
 }
 
 /**
@@ -212,133 +217,151 @@ const sameRequests = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
  * @since 0.1.0
  * @category constructors
  */
-export const makeService: Effect.Effect<Service, never, CheckpointStore.CheckpointStore | ToolGate.ToolGate> = Effect.gen(function*() {
-  const store = yield* CheckpointStore.CheckpointStore
-  const gate = yield* ToolGate.ToolGate
+export const makeService: Effect.Effect<Service, never, CheckpointStore.CheckpointStore | ToolGate.ToolGate> = Effect
+  .gen(function*() {
+    const store = yield* CheckpointStore.CheckpointStore
+    const gate = yield* ToolGate.ToolGate
 
-  const lookup = (token: string, name?: string) =>
-    Effect.flatMap(store.find({ token }), (row) =>
-      Option.isSome(row) && (name === undefined || row.value.name === name)
-        ? Effect.succeed(row.value)
-        : Effect.fail(new CheckpointNotFound({ token })))
-
-  const encode = <S extends Schema.Schema.Any>(checkpoint: Checkpoint<S>, state: Schema.Schema.Type<S>) =>
-    Schema.encode(Schema.parseJson(checkpoint.state))(state).pipe(
-      Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
-    ) as Effect.Effect<string, CheckpointInvalid, Schema.Schema.Context<S>>
-
-  const save: Service["save"] = (checkpoint, requestIds, state) =>
-    Effect.gen(function*() {
-      if (requestIds.length === 0) {
-        return yield* new CheckpointInvalid({ problems: [{ path: "requestIds", message: "at least one request" }] })
-      }
-      for (const requestId of requestIds) yield* gate.getRequest(requestId)
-      const encoded = yield* encode(checkpoint, state)
-      const token = tokenFor()
-      const saved = yield* store.save({
-        token,
-        name: checkpoint.name,
-        state: encoded,
-        requestIds: [...requestIds],
-        createdAt: yield* Clock.currentTimeMillis
-      })
-      if (saved) return token
-      // A retried turn saves the same requests again: it gets the checkpoint the first try saved.
-      const existing = yield* store.find({ requestId: requestIds[0]! })
-      if (
-        Option.isSome(existing) && existing.value.name === checkpoint.name &&
-        sameRequests(existing.value.requestIds, requestIds)
-      ) {
-        return existing.value.token as Token
-      }
-      return yield* new CheckpointInvalid({
-        problems: [{ path: "requestIds", message: "a request already belongs to another checkpoint" }]
-      })
-    })
-
-  const find = (requestId: string) =>
-    Effect.flatMap(store.find({ requestId }), (row) =>
-      Option.isSome(row)
-        ? Effect.succeed(row.value.token as Token)
-        : Effect.fail(new CheckpointNotFound({ token: requestId })))
-
-  const claimedBy = (token: string, row: CheckpointStore.Row) =>
-    new CheckpointClaimed({ token, owner: row.claimedBy!, until: row.claimedUntil ?? 0 })
-
-  /** Why `owner` could not claim the checkpoint, read after the conditional update. */
-  const claimRefusal = (token: string, owner: string) =>
-    Effect.flatMap(lookup(token), (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
-      row.completedAt !== undefined
-        ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
-        : row.claimedBy !== undefined && row.claimedBy !== owner
-        ? Effect.fail(claimedBy(token, row))
-        : Effect.dieMessage(`checkpoint ${token}: ${owner} was refused a claim nobody else holds`))
-
-  /** Why the holder of `lease` may not act, read after the conditional update: superseded first. */
-  const refusal = (token: string, lease: Lease) =>
-    Effect.flatMap(lookup(token), (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
-      row.claimedBy !== lease.owner || row.claims !== lease.fence
-        ? row.claimedBy === undefined
-          ? Effect.dieMessage(`checkpoint ${token}: ${lease.owner} acts on a resume it never claimed`)
-          : Effect.fail(claimedBy(token, row))
-        : row.completedAt !== undefined
-        ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
-        : Effect.dieMessage(`checkpoint ${token}: the write of ${lease.owner}'s lease was refused while it holds it`))
-
-  const resume: Service["resume"] = (checkpoint, token, options) =>
-    Effect.gen(function*() {
-      const row = yield* lookup(token, checkpoint.name)
-      if (row.completedAt !== undefined) return yield* new AlreadyResumed({ token, resumedAt: row.completedAt })
-      const requests = yield* Effect.forEach(row.requestIds, (requestId) =>
-        gate.resume(requestId).pipe(
-          Effect.catchTag("RequestNotFound", () => Effect.die(`checkpoint ${token} names a missing request ${requestId}`))
-        ))
-      const state = yield* Schema.decodeUnknown(Schema.parseJson(checkpoint.state))(row.state).pipe(
-        Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
+    const lookup = (token: string, name?: string) =>
+      Effect.flatMap(
+        store.find({ token }),
+        (row) =>
+          Option.isSome(row) && (name === undefined || row.value.name === name)
+            ? Effect.succeed(row.value)
+            : Effect.fail(new CheckpointNotFound({ token }))
       )
-      const now = yield* Clock.currentTimeMillis
-      const owner = options?.owner ?? `own_${crypto.randomUUID()}`
-      const until = now + Duration.toMillis(options?.lease ?? "5 minutes")
-      const fence = yield* store.claim(token, owner, now, until)
-      if (Option.isNone(fence)) return yield* claimRefusal(token, owner)
-      return { token: token as Token, state, requests, lease: { owner, until, fence: fence.value } }
-    })
 
-  const renew: Service["renew"] = (token, lease, length) =>
-    Effect.gen(function*() {
-      const until = (yield* Clock.currentTimeMillis) + Duration.toMillis(length)
-      if (!(yield* store.renew(token, lease.owner, lease.fence, until))) return yield* refusal(token, lease)
-      return { ...lease, until }
-    })
+    const encode = <S extends Schema.Schema.Any>(checkpoint: Checkpoint<S>, state: Schema.Schema.Type<S>) =>
+      Schema.encode(Schema.parseJson(checkpoint.state))(state).pipe(
+        Effect.mapError((error) => new CheckpointInvalid({ problems: problemsOf(error) }))
+      ) as Effect.Effect<string, CheckpointInvalid, Schema.Schema.Context<S>>
 
-  const update: Service["update"] = (checkpoint, token, lease, state) =>
-    Effect.gen(function*() {
-      const encoded = yield* encode(checkpoint, state)
-      if (!(yield* store.update(token, lease.owner, lease.fence, encoded))) return yield* refusal(token, lease)
-    })
+    const save: Service["save"] = (checkpoint, requestIds, state) =>
+      Effect.gen(function*() {
+        if (requestIds.length === 0) {
+          return yield* new CheckpointInvalid({ problems: [{ path: "requestIds", message: "at least one request" }] })
+        }
+        for (const requestId of requestIds) yield* gate.getRequest(requestId)
+        const encoded = yield* encode(checkpoint, state)
+        const token = tokenFor()
+        const saved = yield* store.save({
+          token,
+          name: checkpoint.name,
+          state: encoded,
+          requestIds: [...requestIds],
+          createdAt: yield* Clock.currentTimeMillis
+        })
+        if (saved) return token
+        // A retried turn saves the same requests again: it gets the checkpoint the first try saved.
+        const existing = yield* store.find({ requestId: requestIds[0]! })
+        if (
+          Option.isSome(existing) && existing.value.name === checkpoint.name &&
+          sameRequests(existing.value.requestIds, requestIds)
+        ) {
+          return existing.value.token as Token
+        }
+        return yield* new CheckpointInvalid({
+          problems: [{ path: "requestIds", message: "a request already belongs to another checkpoint" }]
+        })
+      })
 
-  const complete: Service["complete"] = (token, lease) =>
-    Effect.gen(function*() {
-      if (yield* store.complete(token, lease.owner, lease.fence, yield* Clock.currentTimeMillis)) return
-      const row = yield* lookup(token)
-      if (row.completedAt !== undefined && row.claimedBy === lease.owner && row.claims === lease.fence) return
-      return yield* refusal(token, lease)
-    })
+    const find = (requestId: string) =>
+      Effect.flatMap(store.find({ requestId }), (row) =>
+        Option.isSome(row)
+          ? Effect.succeed(row.value.token as Token)
+          : Effect.fail(new CheckpointNotFound({ token: requestId })))
 
-  const open: Service["open"] = (checkpoint) =>
-    Effect.map(
-      store.open(checkpoint.name),
-      (rows) => rows.map((row) => ({ token: row.token as Token, requestIds: row.requestIds }))
-    )
+    const claimedBy = (token: string, row: CheckpointStore.Row) =>
+      new CheckpointClaimed({ token, owner: row.claimedBy!, until: row.claimedUntil ?? 0 })
 
-  return Checkpoints.of({ save, find, resume, renew, update, complete, open })
-})
+    /** Why `owner` could not claim the checkpoint, read after the conditional update. */
+    const claimRefusal = (token: string, owner: string) =>
+      Effect.flatMap(
+        lookup(token),
+        (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
+          row.completedAt !== undefined
+            ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
+            : row.claimedBy !== undefined && row.claimedBy !== owner
+            ? Effect.fail(claimedBy(token, row))
+            : Effect.dieMessage(`checkpoint ${token}: ${owner} was refused a claim nobody else holds`)
+      )
+
+    /** Why the holder of `lease` may not act, read after the conditional update: superseded first. */
+    const refusal = (token: string, lease: Lease) =>
+      Effect.flatMap(
+        lookup(token),
+        (row): Effect.Effect<never, AlreadyResumed | CheckpointClaimed> =>
+          row.claimedBy !== lease.owner || row.claims !== lease.fence
+            ? row.claimedBy === undefined
+              ? Effect.dieMessage(`checkpoint ${token}: ${lease.owner} acts on a resume it never claimed`)
+              : Effect.fail(claimedBy(token, row))
+            : row.completedAt !== undefined
+            ? Effect.fail(new AlreadyResumed({ token, resumedAt: row.completedAt }))
+            : Effect.dieMessage(
+              `checkpoint ${token}: the write of ${lease.owner}'s lease was refused while it holds it`
+            )
+      )
+
+    const resume: Service["resume"] = (checkpoint, token, options) =>
+      Effect.gen(function*() {
+        const row = yield* lookup(token, checkpoint.name)
+        if (row.completedAt !== undefined) return yield* new AlreadyResumed({ token, resumedAt: row.completedAt })
+        const requests = yield* Effect.forEach(row.requestIds, (requestId) =>
+          gate.resume(requestId).pipe(
+            Effect.catchTag("RequestNotFound", () =>
+              Effect.die(`checkpoint ${token} names a missing request ${requestId}`))
+          ))
+        const state = yield* Schema.decodeUnknown(Schema.parseJson(checkpoint.state))(row.state).pipe(
+          Effect.mapError((error) =>
+            new CheckpointInvalid({ problems: problemsOf(error) })
+          )
+        )
+        const now = yield* Clock.currentTimeMillis
+        const owner = options?.owner ?? `own_${crypto.randomUUID()}`
+        const until = now + Duration.toMillis(options?.lease ?? "5 minutes")
+        const fence = yield* store.claim(token, owner, now, until)
+        if (Option.isNone(fence)) return yield* claimRefusal(token, owner)
+        return { token: token as Token, state, requests, lease: { owner, until, fence: fence.value } }
+      })
+
+    const renew: Service["renew"] = (token, lease, length) =>
+      Effect.gen(function*() {
+        const until = (yield* Clock.currentTimeMillis) + Duration.toMillis(length)
+        if (!(yield* store.renew(token, lease.owner, lease.fence, until))) return yield* refusal(token, lease)
+        return { ...lease, until }
+      })
+
+    const update: Service["update"] = (checkpoint, token, lease, state) =>
+      Effect.gen(function*() {
+        const encoded = yield* encode(checkpoint, state)
+        if (!(yield* store.update(token, lease.owner, lease.fence, encoded))) return yield* refusal(token, lease)
+      })
+
+    const complete: Service["complete"] = (token, lease) =>
+      Effect.gen(function*() {
+        if (yield* store.complete(token, lease.owner, lease.fence, yield* Clock.currentTimeMillis)) return
+        const row = yield* lookup(token)
+        if (row.completedAt !== undefined && row.claimedBy === lease.owner && row.claims === lease.fence) return
+        return yield* refusal(token, lease)
+      })
+
+    const open: Service["open"] = (checkpoint) =>
+      Effect.map(
+        store.open(checkpoint.name),
+        (rows) => rows.map((row) => ({ token: row.token as Token, requestIds: row.requestIds }))
+      )
+
+    return Checkpoints.of({ save, find, resume, renew, update, complete, open })
+  })
 
 /**
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Checkpoints, never, CheckpointStore.CheckpointStore | ToolGate.ToolGate> = Layer.effect(Checkpoints, makeService)
+export const layer: Layer.Layer<Checkpoints, never, CheckpointStore.CheckpointStore | ToolGate.ToolGate> = Layer.effect(
+  Checkpoints,
+  makeService
+)
 
 /**
  * The gate and checkpoints over their stores: what the SQLite and PostgreSQL layers (and tests

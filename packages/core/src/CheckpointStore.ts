@@ -73,11 +73,26 @@ export interface Service {
    * claim and the checkpoint is not completed. One conditional write: once it succeeds, nobody
    * can claim before `until`; once another owner claimed, it never succeeds again.
    */
-  readonly renew: (token: string, owner: string, fence: number, until: number) => Effect.Effect<boolean, PersistenceError>
+  readonly renew: (
+    token: string,
+    owner: string,
+    fence: number,
+    until: number
+  ) => Effect.Effect<boolean, PersistenceError>
   /** Replaces the state, `true` when `(owner, fence)` is the latest claim and the checkpoint is not completed. */
-  readonly update: (token: string, owner: string, fence: number, state: string) => Effect.Effect<boolean, PersistenceError>
+  readonly update: (
+    token: string,
+    owner: string,
+    fence: number,
+    state: string
+  ) => Effect.Effect<boolean, PersistenceError>
   /** `true` when `(owner, fence)` was the latest claim and the checkpoint was not completed: now it is. */
-  readonly complete: (token: string, owner: string, fence: number, at: number) => Effect.Effect<boolean, PersistenceError>
+  readonly complete: (
+    token: string,
+    owner: string,
+    fence: number,
+    at: number
+  ) => Effect.Effect<boolean, PersistenceError>
   /** Checkpoints at the wait point `name` not completed yet, oldest first. */
   readonly open: (name: string) => Effect.Effect<ReadonlyArray<Row>, PersistenceError>
 }

@@ -120,12 +120,14 @@ export const paramsToRun = <P, I>(parameters: Schema.Schema<P, I>) => {
             ...(allowed.request !== undefined
               ? {
                 outcome: "denied" as const,
-                reason: "the edited arguments are not in the tool's canonical form: the tool would run other values than were approved",
+                reason:
+                  "the edited arguments are not in the tool's canonical form: the tool would run other values than were approved",
                 requestId: allowed.request.requestId
               }
               : {
                 outcome: "policy" as const,
-                reason: "the arguments are not in the tool's canonical form: the tool would run other values than were judged"
+                reason:
+                  "the arguments are not in the tool's canonical form: the tool would run other values than were judged"
               })
           })
         ))

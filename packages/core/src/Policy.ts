@@ -224,8 +224,7 @@ const formatPath = (segments: Segments): string => {
   return out
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const isMatcherPath = (segments: Segments): boolean =>
   segments.length === 2 && (lists as ReadonlyArray<PropertyKey>).includes(segments[0]) &&
@@ -332,8 +331,11 @@ const shapeProblem = (raw: unknown): Found | undefined => {
     const count = Array.isArray(value) ? value.length : keys.length
     values += count
     if (values > maxValues) return { segments, message: `the policy holds more than ${maxValues} values` }
-    if (Array.isArray(value)) for (let i = 0; i < count; i++) stack.push({ value: value[i], segments: [...segments, i] })
-    else for (const key of keys) stack.push({ value: (value as Record<PropertyKey, unknown>)[key], segments: [...segments, key] })
+    if (Array.isArray(value)) {
+      for (let i = 0; i < count; i++) stack.push({ value: value[i], segments: [...segments, i] })
+    } else {for (const key of keys) {
+        stack.push({ value: (value as Record<PropertyKey, unknown>)[key], segments: [...segments, key] })
+      }}
   }
   return undefined
 }

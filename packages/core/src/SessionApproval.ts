@@ -74,7 +74,12 @@ export const isActive = (approval: SessionApproval, now: number): boolean =>
  */
 export const covers = (
   approval: SessionApproval,
-  call: { readonly sessionKey: string; readonly name: string; readonly args: ToolArgs; readonly workingDirectory?: string | undefined },
+  call: {
+    readonly sessionKey: string
+    readonly name: string
+    readonly args: ToolArgs
+    readonly workingDirectory?: string | undefined
+  },
   now: number,
   digest?: string
 ): boolean =>

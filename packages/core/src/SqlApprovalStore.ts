@@ -198,15 +198,16 @@ type Failure = SqlError | ParseResult.ParseError
  * Maps every database failure to `PersistenceError`, including the ones `@effect/sql` raises as
  * defects: a failed COMMIT, and a failed migration.
  */
-const boundary = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
-  self.pipe(
-    Effect.catchSomeDefect((defect) =>
-      defect instanceof SqlError || defect instanceof Migrator.MigrationError
-        ? Option.some(Effect.fail(defect))
-        : Option.none()
-    ),
-    Effect.mapError((cause) => new PersistenceError({ operation, cause }))
-  )
+const boundary =
+  (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
+    self.pipe(
+      Effect.catchSomeDefect((defect) =>
+        defect instanceof SqlError || defect instanceof Migrator.MigrationError
+          ? Option.some(Effect.fail(defect))
+          : Option.none()
+      ),
+      Effect.mapError((cause) => new PersistenceError({ operation, cause }))
+    )
 
 /**
  * Opens the store: sets SQLite up (busy timeout, WAL), runs the migrations, and returns the
@@ -274,7 +275,9 @@ export const make = (
         transaction._tag === "Some"
           ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
           : isSqlite
-          ? Effect.scoped(Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined)))
+          ? Effect.scoped(
+            Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined))
+          )
           : sql.unsafe<any>(text, params as ReadonlyArray<any>))
 
     // Group commit; on SQLite reads queue too, since the one connection serves them.
@@ -330,10 +333,14 @@ export const make = (
         ON CONFLICT DO NOTHING RETURNING request_id`),
       requestById: textOf(sql`SELECT request FROM ${requests} WHERE request_id = ${""}`),
       requestByCall: textOf(sql`SELECT request FROM ${requests} WHERE session_key = ${""} AND tool_call_id = ${""}`),
-      recordedByCall: textOf(sql`SELECT request, NULL AS decision FROM ${requests} WHERE session_key = ${""} AND tool_call_id = ${""}
-        UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${""} AND tool_call_id = ${""}`),
-      insertDecision: textOf(sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${""}, ${""}, ${""})
-        ON CONFLICT DO NOTHING RETURNING session_key`),
+      recordedByCall: textOf(
+        sql`SELECT request, NULL AS decision FROM ${requests} WHERE session_key = ${""} AND tool_call_id = ${""}
+        UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${""} AND tool_call_id = ${""}`
+      ),
+      insertDecision: textOf(
+        sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${""}, ${""}, ${""})
+        ON CONFLICT DO NOTHING RETURNING session_key`
+      ),
       decisionByCall: textOf(sql`SELECT decision FROM ${decisions} WHERE session_key = ${""} AND tool_call_id = ${""}`),
       rewriteRequest: textOf(sql`UPDATE ${requests}
         SET status = ${""}, expires_at = ${0}, warned_at = ${0}, consumed_at = ${0}, request = ${""} WHERE request_id = ${""}`),
@@ -426,7 +433,10 @@ export const make = (
       Effect.gen(function*() {
         let seqs: Array<number>
         if (batch.length === 1) {
-          seqs = yield* Effect.flatMap(exec(q.insertEvent, eventParams(batch[0]!, yield* json(codecs.event, batch[0]!))), Rows.seqs)
+          seqs = yield* Effect.flatMap(
+            exec(q.insertEvent, eventParams(batch[0]!, yield* json(codecs.event, batch[0]!))),
+            Rows.seqs
+          )
         } else {
           const rows: Array<ReturnType<typeof eventParams>> = []
           for (const event of batch) rows.push(eventParams(event, yield* json(codecs.event, event)))
@@ -435,7 +445,9 @@ export const make = (
             ? run(sql`INSERT INTO ${events} (${eventColumns})
               VALUES ${sql.csv(rows.map((row) => sql`(${values(row)})`))} RETURNING seq`)
             : run(sql`WITH ${sql(nextSeq)} AS (${takeSeqs(rows.length)}) INSERT INTO ${events} (seq, ${eventColumns})
-              VALUES ${sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${values(row)})`))} RETURNING seq`)
+              VALUES ${
+              sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${values(row)})`))
+            } RETURNING seq`)
           // numbered in insertion order (RETURNING's row order is not promised)
           seqs = yield* Effect.map(Effect.flatMap(inserted, Rows.seqs), (numbers) => [...numbers].sort((a, b) => a - b))
         }
@@ -471,8 +483,17 @@ export const make = (
         ]))
 
     const rewriteApproval = (approval: SessionApproval) =>
-      Effect.flatMap(json(codecs.approval, approval), (text) =>
-        exec(q.rewriteApproval, [approval.seq, approval.revokedAt ?? null, approval.expiresAt ?? null, text, approval.id]))
+      Effect.flatMap(
+        json(codecs.approval, approval),
+        (text) =>
+          exec(q.rewriteApproval, [
+            approval.seq,
+            approval.revokedAt ?? null,
+            approval.expiresAt ?? null,
+            text,
+            approval.id
+          ])
+      )
 
     const selectRequests = (where: Fragment, order = sql``) =>
       Effect.flatMap(run(sql`SELECT request FROM ${requests} WHERE ${where} ${order}`), readRequests)
@@ -500,7 +521,9 @@ export const make = (
         operation,
         Effect.gen(function*() {
           const [before] = yield* Effect.flatMap(
-            run(sql`UPDATE ${requests} SET ${claim.set} WHERE request_id = ${requestId} AND ${claim.when} RETURNING request`),
+            run(
+              sql`UPDATE ${requests} SET ${claim.set} WHERE request_id = ${requestId} AND ${claim.when} RETURNING request`
+            ),
             readRequests
           )
           if (before === undefined) {
@@ -548,7 +571,10 @@ export const make = (
     }
 
     /** A write's result, with the last seq it wrote (hinted to subscribers after COMMIT). */
-    const unwritten = <A>(result: A): { readonly result: A; readonly seq: number | undefined } => ({ result, seq: undefined })
+    const unwritten = <A>(result: A): { readonly result: A; readonly seq: number | undefined } => ({
+      result,
+      seq: undefined
+    })
 
     const activeAt = (at: number) => sql`revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${at})`
     /** Active on the store's clock (`clockAt(at)`). */
@@ -636,7 +662,12 @@ export const make = (
 
       consume: (requestId, at, event) =>
         event === undefined
-          ? write("consume", Effect.map(exec(q.consume, [at, at, requestId]), (rows) => rows.length > 0), () => undefined, true)
+          ? write(
+            "consume",
+            Effect.map(exec(q.consume, [at, at, requestId]), (rows) => rows.length > 0),
+            () => undefined,
+            true
+          )
           : write(
             "consume",
             Effect.gen(function*() {
@@ -657,7 +688,8 @@ export const make = (
             // a request wins: it is the record of a call that needed approval
             const request = rows.find((row) => row.request !== null)
             if (request !== undefined) {
-              return Effect.map(readRequests([request]), ([r]): Option.Option<Recorded> => Option.some({ _tag: "Request", request: r! }))
+              return Effect.map(readRequests([request]), ([r]): Option.Option<Recorded> =>
+                Option.some({ _tag: "Request", request: r! }))
             }
             return Effect.map(readDecisions(rows), ([d]): Option.Option<Recorded> =>
               d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d }))
@@ -669,11 +701,17 @@ export const make = (
           "recordDecision",
           Effect.gen(function*() {
             const requested = yield* requestByCall(decision.sessionKey, decision.toolCallId)
-            if (Option.isSome(requested)) return unwritten<RecordResult>({ _tag: "Requested", request: requested.value })
+            if (Option.isSome(requested)) {
+              return unwritten<RecordResult>({ _tag: "Requested", request: requested.value })
+            }
             const grantId = reliedOn(decision)
             if (grantId !== undefined) {
-              const active = yield* run(sql`SELECT id FROM ${approvals} WHERE id = ${grantId} AND ${activeNow(decision.at)}`)
-              if (active.length === 0) return unwritten<RecordResult>({ _tag: "GrantInactive", sessionApprovalId: grantId })
+              const active = yield* run(
+                sql`SELECT id FROM ${approvals} WHERE id = ${grantId} AND ${activeNow(decision.at)}`
+              )
+              if (active.length === 0) {
+                return unwritten<RecordResult>({ _tag: "GrantInactive", sessionApprovalId: grantId })
+              }
             }
             const inserted = yield* exec(q.insertDecision, [
               decision.sessionKey,
@@ -681,7 +719,10 @@ export const make = (
               yield* json(codecs.decision, decision)
             ])
             if (inserted.length === 0) {
-              const [existing] = yield* Effect.flatMap(exec(q.decisionByCall, [decision.sessionKey, decision.toolCallId]), readDecisions)
+              const [existing] = yield* Effect.flatMap(
+                exec(q.decisionByCall, [decision.sessionKey, decision.toolCallId]),
+                readDecisions
+              )
               return unwritten<RecordResult>({ _tag: "Existing", decision: existing! })
             }
             const sequenced = batch.length === 0 ? [] : yield* insertEvents(batch)
@@ -691,7 +732,8 @@ export const make = (
         ).pipe(Effect.map((written) => written.result)),
 
       listPending: (query) =>
-        read("listPending", 
+        read(
+          "listPending",
           selectRequests(
             sql.and([
               sql`status = 'pending'`,
@@ -702,14 +744,16 @@ export const make = (
         ),
 
       listDue: (at) =>
-        read("listDue", 
+        read(
+          "listDue",
           selectRequests(sql`status = 'pending' AND expires_at <= ${at}`, sql`ORDER BY expires_at, requested_seq`)
         ),
 
       // expiresAt - min(warnBeforeMs, (expiresAt - createdAt) / 2) <= at, in integers and
       // bounded by expires_at so the pending-by-expiry index serves it
       listToWarn: (at, warnBeforeMs) =>
-        read("listToWarn", 
+        read(
+          "listToWarn",
           selectRequests(
             sql`status = 'pending' AND warned_at IS NULL AND expires_at <= ${at + warnBeforeMs}
                 AND expires_at + created_at <= ${2 * at}`,
@@ -734,7 +778,9 @@ export const make = (
           "revoke",
           Effect.gen(function*() {
             const [before] = yield* Effect.flatMap(
-              run(sql`UPDATE ${approvals} SET revoked_at = ${at} WHERE id = ${id} AND ${activeAt(at)} RETURNING approval`),
+              run(
+                sql`UPDATE ${approvals} SET revoked_at = ${at} WHERE id = ${id} AND ${activeAt(at)} RETURNING approval`
+              ),
               readApprovals
             )
             if (before === undefined) return Option.none()
@@ -773,7 +819,8 @@ export const make = (
         ).pipe(Effect.map((result) => result.revoked)),
 
       sessionApprovals: (query) =>
-        read("sessionApprovals", 
+        read(
+          "sessionApprovals",
           Effect.flatMap(
             run(sql`SELECT approval FROM ${approvals} WHERE ${
               sql.and([
@@ -788,7 +835,8 @@ export const make = (
         ),
 
       events: (query = {}) =>
-        read("events", 
+        read(
+          "events",
           Effect.flatMap(
             run(sql`SELECT seq, event FROM ${events} WHERE ${
               sql.and([

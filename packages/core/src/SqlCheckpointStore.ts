@@ -51,13 +51,16 @@ class Taken {
   readonly _tag = "Taken"
 }
 
-const boundary = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
-  self.pipe(
-    Effect.catchSomeDefect((defect) =>
-      defect instanceof SqlError || defect instanceof Migrator.MigrationError ? Option.some(Effect.fail(defect)) : Option.none()
-    ),
-    Effect.mapError((cause) => new PersistenceError({ operation, cause }))
-  )
+const boundary =
+  (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
+    self.pipe(
+      Effect.catchSomeDefect((defect) =>
+        defect instanceof SqlError || defect instanceof Migrator.MigrationError
+          ? Option.some(Effect.fail(defect))
+          : Option.none()
+      ),
+      Effect.mapError((cause) => new PersistenceError({ operation, cause }))
+    )
 
 /**
  * @since 0.1.0
@@ -74,12 +77,13 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
     const checkpoints = `${prefix}checkpoints`
     const owners = `${prefix}checkpoint_requests`
     // under the writers' lock, retried while another process migrates (as the approval store does)
-    yield* retryOpen(boundary("migrate checkpoints")(migrate({
-      table: `${prefix}checkpoint_migrations`,
-      lock: lockKey(prefix),
-      loader: Migrator.fromRecord({
-        "0001_create_checkpoints": Effect.gen(function*() {
-          yield* sql`CREATE TABLE IF NOT EXISTS ${sql(checkpoints)} (
+    yield* retryOpen(
+      boundary("migrate checkpoints")(migrate({
+        table: `${prefix}checkpoint_migrations`,
+        lock: lockKey(prefix),
+        loader: Migrator.fromRecord({
+          "0001_create_checkpoints": Effect.gen(function*() {
+            yield* sql`CREATE TABLE IF NOT EXISTS ${sql(checkpoints)} (
             token TEXT PRIMARY KEY,
             name TEXT NOT NULL,
             state TEXT NOT NULL,
@@ -87,22 +91,25 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
             created_at BIGINT NOT NULL,
             resumed_at BIGINT
           )`
-          yield* sql`CREATE TABLE IF NOT EXISTS ${sql(owners)} (
+            yield* sql`CREATE TABLE IF NOT EXISTS ${sql(owners)} (
             request_id TEXT PRIMARY KEY,
             token TEXT NOT NULL
           )`
-        }),
-        // `resumed_at` (0001's name) now means "completed"; the lease says who is resuming it.
-        "0002_resume_lease": Effect.gen(function*() {
-          yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_by TEXT`
-          yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_until BIGINT`
-          yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${checkpoints}_open`)} ON ${sql(checkpoints)} (name, created_at)
+          }),
+          // `resumed_at` (0001's name) now means "completed"; the lease says who is resuming it.
+          "0002_resume_lease": Effect.gen(function*() {
+            yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_by TEXT`
+            yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_until BIGINT`
+            yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${checkpoints}_open`)} ON ${
+              sql(checkpoints)
+            } (name, created_at)
             WHERE resumed_at IS NULL`
-        }),
-        // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
-        "0003_claim_fence": sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
-      })
-    })))
+          }),
+          // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
+          "0003_claim_fence": sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
+        })
+      }))
+    )
 
     const read = (rows: ReadonlyArray<unknown>) =>
       Effect.map(decodeRows(rows), (decoded) =>
@@ -116,7 +123,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           ...(row.claimed_by !== null ? { claimedBy: row.claimed_by, claimedUntil: row.claimed_until! } : {}),
           ...(row.resumed_at !== null ? { completedAt: row.resumed_at } : {})
         })))
-    const readOne = (rows: ReadonlyArray<unknown>) => Effect.map(read(rows), (decoded) => Option.fromNullable(decoded[0]))
+    const readOne = (rows: ReadonlyArray<unknown>) =>
+      Effect.map(read(rows), (decoded) => Option.fromNullable(decoded[0]))
 
     return CheckpointStore.of({
       save: (row) =>
@@ -143,7 +151,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
       find: (by) =>
         ("token" in by
           ? sql`SELECT * FROM ${sql(checkpoints)} WHERE token = ${by.token}`
-          : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${sql(owners)} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
+          : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${
+            sql(owners)
+          } o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
           .pipe(Effect.flatMap(readOne), boundary("find checkpoint")),
       claim: (token, owner, now, until) =>
         sql`UPDATE ${sql(checkpoints)} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1

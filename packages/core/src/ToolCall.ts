@@ -11,8 +11,8 @@
  * @since 0.1.0
  */
 import { Array as Arr, Effect, Either, type FastCheck, ParseResult, Schema, type SchemaAST } from "effect"
-import { canonicalJson, fitsPortable, sha256, walk } from "./internal/canonical.js"
 import { isCleanText, printableKey, textProblem } from "./internal/callText.js"
+import { canonicalJson, fitsPortable, sha256, walk } from "./internal/canonical.js"
 import * as Limits from "./Limits.js"
 import { InvalidToolCall, type Problem, problemsOf } from "./ToolGateError.js"
 
@@ -59,7 +59,9 @@ const idOf = (maxLength: number) =>
     Schema.filter((s) => idProblem(s, maxLength) ?? true, {
       jsonSchema: { minLength: 1, maxLength },
       arbitrary: () => (fc) =>
-        fc.string({ minLength: 1, maxLength: Math.min(maxLength, 24) }).filter((s) => idProblem(s, maxLength) === undefined)
+        fc.string({ minLength: 1, maxLength: Math.min(maxLength, 24) }).filter((s) =>
+          idProblem(s, maxLength) === undefined
+        )
     })
   )
 

@@ -19,7 +19,24 @@
  *
  * @since 0.1.0
  */
-import { Chunk, Clock, Context, Deferred, Duration, Effect, Either, Layer, Option, PubSub, Queue, Ref, Schedule, Schema, Stream, type Types } from "effect"
+import {
+  Chunk,
+  Clock,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Layer,
+  Option,
+  PubSub,
+  Queue,
+  Ref,
+  Schedule,
+  Schema,
+  Stream,
+  type Types
+} from "effect"
 import type * as Scope from "effect/Scope"
 import * as ApprovalRequest from "./ApprovalRequest.js"
 import { ApprovalStore, layerMemory as storeMemory, type NewSessionApproval, type Recorded } from "./ApprovalStore.js"
@@ -172,7 +189,10 @@ export interface Service {
     options?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
   ) => Effect.Effect<void, InvalidDuration | InvalidToolCall | PersistenceError>
   /** Revokes the session approvals of one session, or of all sessions; returns how many. */
-  readonly clearApprovals: (sessionKey?: string, actor?: string) => Effect.Effect<number, InvalidToolCall | PersistenceError>
+  readonly clearApprovals: (
+    sessionKey?: string,
+    actor?: string
+  ) => Effect.Effect<number, InvalidToolCall | PersistenceError>
   /** Active session approvals of one session or all. */
   readonly sessionApprovals: (
     sessionKey?: string
@@ -395,7 +415,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       now: number,
       args: string
     ) =>
-      shadow === undefined ? [decisionEvent(call, decision, now, args)] : [decisionEvent(call, decision, now, args), shadow]
+      shadow === undefined
+        ? [decisionEvent(call, decision, now, args)]
+        : [decisionEvent(call, decision, now, args), shadow]
 
     const withHooks = (
       call: ToolCall.ToolCall,
@@ -439,7 +461,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       Effect.map(
         store.resolve(
           request.requestId,
-          { status: "expired", reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`, resolvedAt: now },
+          {
+            status: "expired",
+            reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`,
+            resolvedAt: now
+          },
           {
             at: now,
             type: "approval.expired",
@@ -516,7 +542,8 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
           new InvalidToolCall({
             problems: [{
               path: "id",
-              message: `tool call id ${call.id} was already used in this session for another call (tool, arguments, agent, intent or working directory differ)`
+              message:
+                `tool call id ${call.id} was already used in this session for another call (tool, arguments, agent, intent or working directory differ)`
             }]
           })
         )
@@ -646,7 +673,10 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     ): Authorized => {
       if (attempt > maxAttempts) {
         return Effect.fail(
-          new PersistenceError({ operation: "authorize", cause: new Error("session approvals kept changing under the call") })
+          new PersistenceError({
+            operation: "authorize",
+            cause: new Error("session approvals kept changing under the call")
+          })
         )
       }
       if (decision._tag === "RequireApproval") return request(call, args, decision, shadow, now, attempt)
@@ -695,7 +725,9 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         switch (result._tag) {
           case "Created":
             return Effect.zipRight(
-              shadow === undefined ? Effect.void : Effect.asVoid(store.append([{ ...shadow, requestId: result.request.requestId }])),
+              shadow === undefined
+                ? Effect.void
+                : Effect.asVoid(store.append([{ ...shadow, requestId: result.request.requestId }])),
               fromRecorded(result.request, now)
             )
           case "Existing":
@@ -707,8 +739,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             const allowed = allowedBy(decision, result.grant)
             return Effect.zipRight(
               project([result.grant]),
-              Effect.flatMap(Ref.get(index), (projection) =>
-                settle(call, args, allowed, shadowOf(projection, call, allowed, now, args), now, attempt + 1))
+              Effect.flatMap(
+                Ref.get(index),
+                (projection) =>
+                  settle(call, args, allowed, shadowOf(projection, call, allowed, now, args), now, attempt + 1)
+              )
             )
           }
         }
@@ -766,10 +801,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       return Effect.flatMap(untilDecided, run)
     }
 
-    const invalidResponse = (path: string, message: string) =>
-      new InvalidResponse({ problems: [{ path, message }] })
-
-
+    const invalidResponse = (path: string, message: string) => new InvalidResponse({ problems: [{ path, message }] })
 
     // --- answers --------------------------------------------------------------------------------
 
@@ -854,8 +886,10 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     /** A request the store found overdue on its clock is expired there, then refused as such. */
     const refuseOverdue = (request: ApprovalRequest.ApprovalRequest, now: number) =>
-      Effect.flatMap(expire(request, now), (settled) =>
-        Effect.fail(new RequestExpired({ requestId: settled.requestId, expiresAt: settled.expiresAt })))
+      Effect.flatMap(
+        expire(request, now),
+        (settled) => Effect.fail(new RequestExpired({ requestId: settled.requestId, expiresAt: settled.expiresAt }))
+      )
 
     const respond = (requestId: string, input: unknown) =>
       Effect.gen(function*() {
@@ -922,7 +956,6 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         }
         return settled
       })
-
 
     const extend = (requestId: string, ttl: Duration.DurationInput, actor?: string) =>
       Effect.gen(function*() {
@@ -995,7 +1028,6 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         } as ToolCall.ToolCall
         return SessionIndex.lookup(projection, probe, now) !== undefined
       })
-
 
     // --- session approvals ------------------------------------------------------------------------
 
@@ -1070,7 +1102,6 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         return revoked.value
       })
 
-
     const createApprovalRequest = (decision: Decision.Decision, input: ToolCall.ToolCallInput) =>
       Effect.gen(function*() {
         const call = yield* decodeCall(input)
@@ -1105,14 +1136,21 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         const live = yield* PubSub.subscribe(hub)
         const keep = AuditEvent.matches({ ...query, afterSeq: undefined })
         let last = query.afterSeq ?? 0
-        const replay = Stream.paginateChunkEffect(last, (after) =>
-          Effect.map(store.events({ ...query, afterSeq: after, limit: 500 }), (page) =>
-            [
-              Chunk.fromIterable(page),
-              page.length < 500 ? Option.none<number>() : Option.some(page[page.length - 1]!.seq)
-            ] as const))
+        const replay = Stream.paginateChunkEffect(
+          last,
+          (after) =>
+            Effect.map(store.events({ ...query, afterSeq: after, limit: 500 }), (page) =>
+              [
+                Chunk.fromIterable(page),
+                page.length < 500 ? Option.none<number>() : Option.some(page[page.length - 1]!.seq)
+              ] as const)
+        )
         const tail = Stream.fromQueue(live).pipe(Stream.filter((event) => event.seq > last && keep(event)))
-        return Stream.concat(replay, tail).pipe(Stream.tap((event) => Effect.sync(() => { last = event.seq })))
+        return Stream.concat(replay, tail).pipe(Stream.tap((event) =>
+          Effect.sync(() => {
+            last = event.seq
+          })
+        ))
       }))
 
     // The tailer: one reader of the log per gate, waking local waiters, feeding the live audit
@@ -1141,15 +1179,20 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     yield* Queue.take(hints).pipe(
       Effect.zipRight(Queue.takeAll(hints)),
       Effect.zipRight(catchUp),
-      Effect.zipRight(Effect.sync(() => { logUnreadable = undefined })),
+      Effect.zipRight(Effect.sync(() => {
+        logUnreadable = undefined
+      })),
       Effect.catchAll((error) =>
         Effect.zipRight(
-          Effect.sync(() => { logUnreadable = error }),
+          Effect.sync(() => {
+            logUnreadable = error
+          }),
           Effect.logError(
             "tool-gate: reading the audit log failed; calls that rely on session approvals fail until it can be read",
             error
           )
-        )),
+        )
+      ),
       Effect.forever,
       Effect.forkScoped,
       Effect.interruptible

@@ -122,7 +122,9 @@ export class RequestExpired extends Schema.TaggedError<RequestExpired>()(
   HttpApiSchema.annotations({ status: 410 })
 ) {
   override get message(): string {
-    return `Approval request ${this.requestId} expired at ${new Date(this.expiresAt).toISOString()}; late answers are refused`
+    return `Approval request ${this.requestId} expired at ${
+      new Date(this.expiresAt).toISOString()
+    }; late answers are refused`
   }
 }
 

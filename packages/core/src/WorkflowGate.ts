@@ -138,7 +138,10 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
   Effect.gen(function*() {
     // The step's schemas are generic; their contexts are in the signature.
     const success = options.success as unknown as Schema.Schema<Success["Type"], unknown>
-    const errors = Schema.Union(GateError, (options.error ?? Schema.Never) as unknown as Schema.Schema<Error["Type"], unknown>)
+    const errors = Schema.Union(
+      GateError,
+      (options.error ?? Schema.Never) as unknown as Schema.Schema<Error["Type"], unknown>
+    )
     const Asked = Schema.Union(
       Schema.TaggedStruct("Ran", { value: success }),
       Schema.TaggedStruct("Waiting", { requestId: Schema.String })
@@ -154,7 +157,9 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
           ? Effect.succeed({ _tag: "Waiting", requestId: result.requestId })
           : Effect.map(options.run(result), (value) => ({ _tag: "Ran", value })))
     })
-    if (asked._tag === "Ran") return asked.value
+    if (asked._tag === "Ran") {
+      return asked.value
+    }
     const requestId = asked.requestId
 
     const answer = answerAt(`tool-gate/${call.id}`)
@@ -170,8 +175,10 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
         yield* settle(token)
       }).pipe(
         Effect.catchIf(
-          (error): error is Exclude<typeof error, PersistenceError> => error._tag !== "PersistenceError",
-          (error) => Effect.die(error)
+          (error): error is Exclude<typeof error, PersistenceError> =>
+            error._tag !== "PersistenceError",
+          (error) =>
+            Effect.die(error)
         )
       )
     })
@@ -244,7 +251,10 @@ export const layerBridge = (
     const gate = yield* ToolGate.ToolGate
     const checkpoints = yield* Checkpoint.Checkpoints
     const context = yield* Effect.context<Checkpoint.Checkpoints | WorkflowEngine>()
-    const retried = <A>(what: string, effect: Effect.Effect<A, PersistenceError, Checkpoint.Checkpoints | WorkflowEngine>) =>
+    const retried = <A>(
+      what: string,
+      effect: Effect.Effect<A, PersistenceError, Checkpoint.Checkpoints | WorkflowEngine>
+    ) =>
       effect.pipe(
         Effect.catchAll((error) => Effect.logWarning(`tool-gate: ${what} failed; the next scan retries`, error)),
         Effect.provide(context)

@@ -78,5 +78,4 @@ export const layer = (
 ): Layer.Layer<
   ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
   ToolGateError.PersistenceError
-> =>
-  Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))
+> => Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))

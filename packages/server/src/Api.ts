@@ -37,7 +37,8 @@ const withMessage = <A extends { readonly message: string }, I, R>(
   return Schema.transformOrFail(body, Schema.typeSchema(error), {
     strict: false,
     decode: (encoded) => ParseResult.decodeUnknown(error)(encoded),
-    encode: (value) => Effect.map(ParseResult.encode(error)(value), (encoded) => ({ ...encoded, message: value.message }))
+    encode: (value) =>
+      Effect.map(ParseResult.encode(error)(value), (encoded) => ({ ...encoded, message: value.message }))
   }).annotations({
     ...(identifier !== undefined ? { identifier } : {}),
     ...HttpApiSchema.annotations({ status: HttpApiSchema.getStatusError(error) })
@@ -190,7 +191,10 @@ export class ApprovalsGroup extends HttpApiGroup.make("approvals")
       .setUrlParams(Schema.Struct({ sessionKey: Schema.optional(ToolCall.SessionKey) }))
       .addSuccess(Schema.Array(ApprovalRequest.ApprovalRequest))
       .addError(SessionNotFound)
-      .annotate(OpenApi.Description, "Pending requests, oldest first, of one session or of every session the token may see.")
+      .annotate(
+        OpenApi.Description,
+        "Pending requests, oldest first, of one session or of every session the token may see."
+      )
   )
   .add(
     HttpApiEndpoint.get("get", "/approvals/:requestId")

@@ -167,7 +167,9 @@ export interface Approver extends Reader {
  * @since 0.1.0
  * @category tags
  */
-export class CurrentPrincipal extends Context.Tag("@tool-gate/server/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
+export class CurrentPrincipal
+  extends Context.Tag("@tool-gate/server/CurrentPrincipal")<CurrentPrincipal, Principal>()
+{}
 
 /**
  * Bearer authentication for the API groups behind it: provides `CurrentPrincipal` or fails with
@@ -209,7 +211,9 @@ export const makeVerifier = (tokens: ReadonlyArray<TokenConfig>) => {
   return (presented: Redacted.Redacted): Effect.Effect<Principal, Unauthorized> => {
     const token = Redacted.value(presented)
     if (token === "") {
-      return Effect.fail(new Unauthorized({ message: "Missing bearer token: send the header Authorization: Bearer <token>" }))
+      return Effect.fail(
+        new Unauthorized({ message: "Missing bearer token: send the header Authorization: Bearer <token>" })
+      )
     }
     const candidate = digest(token)
     let found: Principal | undefined
@@ -291,7 +295,10 @@ export const fromJson = (text: string, source = "JSON"): Effect.Effect<ReadonlyA
   Either.try(() => JSON.parse(text) as unknown).pipe(
     Either.mapLeft((error) => [{ path: "", message: `not valid JSON: ${(error as Error).message}` }]),
     Either.flatMap((json) =>
-      Either.mapLeft(Schema.decodeUnknownEither(Tokens, { errors: "all", onExcessProperty: "error" })(json), ToolGateError.problemsOf)
+      Either.mapLeft(
+        Schema.decodeUnknownEither(Tokens, { errors: "all", onExcessProperty: "error" })(json),
+        ToolGateError.problemsOf
+      )
     ),
     Either.match({
       onLeft: (problems) => Effect.fail(new TokensInvalid({ source, problems })),

@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse, type HttpApi } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
@@ -39,7 +39,10 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
     const missing = (requestId: string) => () => new ToolGateError.RequestNotFound({ requestId })
     /** The request, once the caller may read its session. */
     const readable = (requestId: string) =>
-      Effect.tap(gate.getRequest(requestId), (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId)))
+      Effect.tap(
+        gate.getRequest(requestId),
+        (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
+      )
     /** The caller, once it may answer for the request's session. */
     const approverOf = (requestId: string) =>
       Effect.flatMap(
@@ -75,22 +78,31 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         gate.clearApprovals(sessionKey, approver.name).pipe(
           Effect.map((cleared) => ({ sessionKey, cleared })),
           // a key the gate refuses (too long for its limits) names no session there can be
-          Effect.catchTag("InvalidToolCall", () => Effect.fail(sessionNotFound()))
+          Effect.catchTag("InvalidToolCall", () =>
+            Effect.fail(sessionNotFound()))
         ))
     return handlers
       .handle("list", ({ path }) =>
         Effect.zipRight(Auth.readerFor(path.sessionKey, sessionNotFound), gate.sessionApprovals(path.sessionKey)))
       .handle("revoke", ({ path }) =>
         Effect.gen(function*() {
-          const missing = () => new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: path.sessionApprovalId })
+          const missing = () =>
+            new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: path.sessionApprovalId })
           const approver = yield* Auth.approverFor(path.sessionKey, missing)
           // Ids are global; the path's session is what the token was checked against, so the
           // approval must belong to it.
           const held = yield* gate.sessionApprovals(path.sessionKey)
-          if (!held.some((approval) => approval.id === path.sessionApprovalId)) return yield* missing()
+          if (
+            !held.some((approval) =>
+              approval.id === path.sessionApprovalId
+            )
+          ) {
+            return yield* missing()
+          }
           return yield* gate.revokeApproval(path.sessionApprovalId, approver.name)
         }))
-      .handle("clear", ({ path }) => clear(path.sessionKey))
+      .handle("clear", ({ path }) =>
+        clear(path.sessionKey))
       .handle("clearByPost", ({ path }) => clear(path.sessionKey))
   }))
 
@@ -184,10 +196,17 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
  * @since 0.1.0
  * @category layers
  */
-export const layerIdentity = HttpApiBuilder.group(Api, "identity", (handlers) =>
-  handlers.handle("me", () =>
-    Effect.map(Auth.CurrentPrincipal, ({ name, role, sessions }) =>
-      sessions === undefined ? { name, role } : { name, role, sessions })))
+export const layerIdentity = HttpApiBuilder.group(
+  Api,
+  "identity",
+  (handlers) =>
+    handlers.handle(
+      "me",
+      () =>
+        Effect.map(Auth.CurrentPrincipal, ({ name, role, sessions }) =>
+          sessions === undefined ? { name, role } : { name, role, sessions })
+    )
+)
 
 /**
  * @since 0.1.0
@@ -223,7 +242,9 @@ const tooLarge = (limitBytes: number) =>
 
 /** A body the platform could not read (a defect by default) as the client's fault, or any other defect as is. */
 const unreadableBody = (limitBytes: number) =>
-(defect: unknown): Effect.Effect<never, PayloadTooLarge | HttpApiError.HttpApiDecodeError> => {
+(
+  defect: unknown
+): Effect.Effect<never, PayloadTooLarge | HttpApiError.HttpApiDecodeError> => {
   if (!(defect instanceof RequestError) || defect.reason !== "Decode") return Effect.die(defect)
   const cause = defect.cause instanceof Error ? defect.cause.message : String(defect.cause)
   // the platform's stream reader reports an oversized body with exactly this message

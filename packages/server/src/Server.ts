@@ -27,14 +27,14 @@
  */
 import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter, HttpServer } from "@effect/platform"
-import type { ServeError } from "@effect/platform/HttpServerError"
 import { NodeHttpServer } from "@effect/platform-node"
+import type { ServeError } from "@effect/platform/HttpServerError"
 import type { ApprovalStore, ToolGate } from "@tool-gate/core"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import * as Auth from "./Auth.js"
-import * as WebConsole from "./WebConsole.js"
 import * as Http from "./Http.js"
+import * as WebConsole from "./WebConsole.js"
 
 /**
  * @since 0.1.0
@@ -104,9 +104,13 @@ export const layerApp = (
 export const layerNodeServer = (options: Pick<Options, "port" | "host">) =>
   Layer.unwrapEffect(Effect.sync(() => {
     const server = createServer()
-    const cutConnections = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+    const cutConnections = Layer.scopedDiscard(
+      Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
+    )
     return cutConnections.pipe(
-      Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" }))
+      Layer.provideMerge(
+        NodeHttpServer.layer(() => server, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" })
+      )
     )
   }))
 

@@ -35,8 +35,7 @@ export const path = "/console"
 // from agents, so a stray `<script>` in them must not run even if a rendering bug let it in.
 const headers = {
   "cache-control": "no-cache",
-  "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff"

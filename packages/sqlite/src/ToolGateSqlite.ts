@@ -24,7 +24,8 @@
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
 import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate, ToolGateError } from "@tool-gate/core"
-import { Clock, Context, Duration, Effect, Layer, Stream } from "effect"
+import type { Duration } from "effect"
+import { Clock, Context, Effect, Layer, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
 
@@ -88,7 +89,10 @@ export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, 
       mkdirSync(dirname(resolve(filename)), { recursive: true })
       // The store switches WAL on itself, so a damaged file surfaces as a PersistenceError, not a driver defect.
       const client = driver.SqliteClient.layer({ filename, disableWAL: true }).pipe(Layer.orDie)
-      return Layer.map(client, (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient)))
+      return Layer.map(
+        client,
+        (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient))
+      )
     })
   )
 
@@ -165,5 +169,4 @@ export const layer = (
 ): Layer.Layer<
   ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
   ToolGateError.PersistenceError
-> =>
-  Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))
+> => Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))

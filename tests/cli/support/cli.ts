@@ -9,7 +9,8 @@ import { NodeContext } from "@effect/platform-node"
 import { Cli } from "@tool-gate/cli"
 import { PauseSignal, Policy, type ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Console, Effect, ManagedRuntime } from "effect"
+import type { Console } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -107,7 +108,10 @@ export const start = (args: ReadonlyArray<string>, env: Record<string, string> =
   })()
   const line = (pattern: RegExp, timeoutMs = 20_000) =>
     new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => done(new Error(`no line matching ${pattern} from toolgate ${args.join(" ")}: ${err}`)), timeoutMs)
+      const timer = setTimeout(
+        () => done(new Error(`no line matching ${pattern} from toolgate ${args.join(" ")}: ${err}`)),
+        timeoutMs
+      )
       const check = () => {
         const found = lines.find((text) => pattern.test(text))
         if (found !== undefined) done(found)
@@ -147,7 +151,9 @@ export interface Fixture {
   readonly db: string
   readonly policyFile: string
   /** asks for the call as an agent would and returns the id of the request it paused on */
-  readonly pause: (call: Omit<ToolCall.ToolCallInput, "args"> & { readonly args?: Record<string, unknown> }) => Promise<string>
+  readonly pause: (
+    call: Omit<ToolCall.ToolCallInput, "args"> & { readonly args?: Record<string, unknown> }
+  ) => Promise<string>
   readonly gate: ToolGate.Service
   readonly close: () => Promise<void>
 }
@@ -164,7 +170,9 @@ export const fixture = async (yaml = policyYaml): Promise<Fixture> => {
   const pause: Fixture["pause"] = (call) =>
     runtime.runPromise(
       Effect.flatMap(gate.authorize(call), (result) =>
-        PauseSignal.isPauseSignal(result) ? Effect.succeed(result.requestId) : Effect.die(`expected a pause for ${call.id}`))
+        PauseSignal.isPauseSignal(result)
+          ? Effect.succeed(result.requestId)
+          : Effect.die(`expected a pause for ${call.id}`))
     )
   return {
     dir,

@@ -7,8 +7,8 @@ import { test } from "bun:test"
 import { Context, Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { describe, layer, type Methods } from "../../support/effectTest.js"
 import { authorization, type RequestOptions, type TestServer } from "../../server/support/server.js"
+import { describe, layer, type Methods } from "../../support/effectTest.js"
 
 export const executablePath = "/usr/bin/chromium"
 

@@ -4,10 +4,12 @@
  * same calls on the memory, SQLite and (with CONSUMER_PG_URL) PostgreSQL gates, one line each.
  */
 import { GatedToolkit } from "@tool-gate/ai"
-import { Decision, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import type { Decision } from "@tool-gate/core"
+import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Effect, Layer, Redacted, Schema } from "effect"
+import type { Layer } from "effect"
+import { Effect, Redacted, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

@@ -1,9 +1,9 @@
 // The README quick start as a user's plain ES module (tests/packaging/packaging.test.ts runs it under
 // Node from a scratch app); then the same gate on a SQLite file (argv[2]), where a call that needs a
 // human pauses and its request waits for the CLI's `pending --db`.
-import { Effect, Fiber } from "effect"
 import { Policy, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Effect, Fiber } from "effect"
 
 const policy = Policy.unsafeMake({
   deny: [{ tool: "bash", args: { command: { shell: "rm -rf*" } }, reason: "never" }],
@@ -33,7 +33,12 @@ await Effect.runPromise(program.pipe(Effect.provide(ToolGate.layerMemory({ polic
 // The same gate on a SQLite file: a call that needs a human pauses, and the request waits there.
 const durable = Effect.gen(function*() {
   const gate = yield* ToolGate.ToolGate
-  const outcome = yield* gate.authorize({ id: "call-9", name: "deploy", args: { env: "production" }, sessionKey: "s-2" })
+  const outcome = yield* gate.authorize({
+    id: "call-9",
+    name: "deploy",
+    args: { env: "production" },
+    sessionKey: "s-2"
+  })
   console.log(outcome.__pause === true ? "paused " + outcome.requestId : "not paused")
 })
 await Effect.runPromise(durable.pipe(Effect.provide(ToolGateSqlite.layer({ filename: process.argv[2], policy }))))

@@ -27,7 +27,10 @@ const report = (result: AgentLoop.Result) =>
 
 const dieAfterRun = (step: AgentLoop.Step) =>
   step._tag === "CallHandled" && step.outcome._tag === "Ran"
-    ? Effect.zipRight(say({ event: "ran", tool: step.call.name }), Effect.sync(() => process.kill(process.pid, "SIGKILL")))
+    ? Effect.zipRight(
+      say({ event: "ran", tool: step.call.name }),
+      Effect.sync(() => process.kill(process.pid, "SIGKILL"))
+    )
     : Effect.void
 
 const program = Effect.gen(function*() {
@@ -51,7 +54,9 @@ const program = Effect.gen(function*() {
     case "crash": {
       const [token, owner] = rest as [string, string | undefined]
       const resumed = yield* Effect.either(loop.resume(token, { owner }))
-      return yield* Either.isRight(resumed) ? report(resumed.right) : say({ event: "refused", error: resumed.left._tag })
+      return yield* Either.isRight(resumed)
+        ? report(resumed.right)
+        : say({ event: "refused", error: resumed.left._tag })
     }
     default:
       return yield* Effect.die(`unknown command ${command}`)

@@ -50,9 +50,11 @@ const program = Effect.gen(function*() {
     case "answer": {
       const [requestId, decision, who] = rest as [string, "approve_once" | "deny", string | undefined]
       const result = yield* Effect.either(gate.respond(requestId, { decision, respondedBy: who ?? "op" }))
-      return yield* say(Either.isRight(result)
-        ? { event: "answered", status: result.right.status }
-        : { event: "refused", error: result.left._tag })
+      return yield* say(
+        Either.isRight(result)
+          ? { event: "answered", status: result.right.status }
+          : { event: "refused", error: result.left._tag }
+      )
     }
     case "race": {
       const [who, idsJson] = rest as [string, string]
@@ -74,7 +76,11 @@ const program = Effect.gen(function*() {
     }
     case "pending": {
       const pending = yield* gate.pending(rest[0] !== undefined ? { sessionKey: rest[0] } : {})
-      return yield* say({ event: "pending", requestIds: pending.map((r) => r.requestId), callIds: pending.map((r) => r.toolCall.id) })
+      return yield* say({
+        event: "pending",
+        requestIds: pending.map((r) => r.requestId),
+        callIds: pending.map((r) => r.toolCall.id)
+      })
     }
     case "rerun": {
       const [sessionKey, id] = rest as [string, string]

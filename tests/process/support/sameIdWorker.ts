@@ -50,7 +50,11 @@ const program = Effect.gen(function*() {
           ran = allowed.call.args.command
         }))
     )
-    results.push({ id, result: Either.isRight(outcome) ? "ran" : tagOf(outcome.left), ...(ran !== undefined ? { ran } : {}) })
+    results.push({
+      id,
+      result: Either.isRight(outcome) ? "ran" : tagOf(outcome.left),
+      ...(ran !== undefined ? { ran } : {})
+    })
   }
   return yield* say({ event: "done", results })
 })

@@ -25,7 +25,12 @@ export const tokenList: ReadonlyArray<Auth.TokenConfig> = [
 
 /** `bash` waits for a human (5 minutes), `quick` for 50 ms, `rm` and `bash shutdown*` are denied, the rest allowed. */
 export const policy = Policy.unsafeMake({
-  deny: [{ tool: "rm", reason: "never" }, { id: "no-shutdown", tool: "bash", args: { command: "shutdown*" }, reason: "not from here" }],
+  deny: [{ tool: "rm", reason: "never" }, {
+    id: "no-shutdown",
+    tool: "bash",
+    args: { command: "shutdown*" },
+    reason: "not from here"
+  }],
   requireApproval: ["bash", { tool: "quick", ttlMs: 50 }]
 })
 
@@ -125,8 +130,13 @@ export const startServer = (options: { readonly filename?: string; readonly maxB
 
 /** Asks for `call` and returns the id of the request it paused on. */
 export const paused = (gate: ToolGate.Service, call: ToolCall.ToolCallInput) =>
-  Effect.flatMap(gate.authorize(call), (result) =>
-    PauseSignal.isPauseSignal(result) ? Effect.succeed(result.requestId) : Effect.die(`expected a pause for ${call.id}`))
+  Effect.flatMap(
+    gate.authorize(call),
+    (result) =>
+      PauseSignal.isPauseSignal(result)
+        ? Effect.succeed(result.requestId)
+        : Effect.die(`expected a pause for ${call.id}`)
+  )
 
 /**
  * Polls `GET /approvals/pending` (as an operator's client would) until `count` requests show.

@@ -57,7 +57,10 @@ export const openStream = (
         Effect.promise(async () => {
           while (ready.length < count) await readBlock()
           return ready.splice(0, count)
-        }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => `fewer than ${count} events came` }), Effect.orDie)
+        }).pipe(
+          Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => `fewer than ${count} events came` }),
+          Effect.orDie
+        )
       return {
         status: response.status,
         contentType: response.headers.get("content-type"),

@@ -4,10 +4,10 @@
  * stops with `CheckpointClaimed` before its next tool call or model turn, so nothing of the turn
  * runs twice. On every checkpoint store, on the TestClock.
  */
-import { describe as bunDescribe, expect } from "bun:test"
 import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
 import { ApprovalStore, Checkpoint, CheckpointStore, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { describe as bunDescribe, expect } from "bun:test"
 import { Deferred, Effect, Fiber, Layer, TestClock } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
@@ -22,7 +22,8 @@ const stalling = (store: CheckpointStore.Service, latch: Effect.Latch): Checkpoi
   Object.fromEntries(
     Object.entries(store).map(([name, operation]) => [
       name,
-      (...args: Array<unknown>) => Effect.zipRight(latch.await, (operation as (...args: Array<unknown>) => Effect.Effect<unknown>)(...args))
+      (...args: Array<unknown>) =>
+        Effect.zipRight(latch.await, (operation as (...args: Array<unknown>) => Effect.Effect<unknown>)(...args))
     ])
   ) as unknown as CheckpointStore.Service
 
@@ -86,7 +87,9 @@ const fencingSuite = (
         const paused = yield* agent.run("ship it", session)
         if (paused._tag !== "Paused") throw new Error(`expected Paused, got ${paused._tag}`)
         yield* gate.respond(paused.requests[0]!.requestId, { decision: "approve_once" })
-        const old = yield* Effect.fork(asStallingProcess(agent.resume(paused.token, { owner: "worker-a", lease: "1 minute" })))
+        const old = yield* Effect.fork(
+          asStallingProcess(agent.resume(paused.token, { owner: "worker-a", lease: "1 minute" }))
+        )
         yield* stalled
         // worker-a stalls past its lease: it cannot renew; worker-b takes the turn over and finishes it
         yield* TestClock.adjust("61 seconds")
@@ -117,7 +120,9 @@ const fencingSuite = (
         const paused = yield* agent.run("ship it", session)
         if (paused._tag !== "Paused") throw new Error(`expected Paused, got ${paused._tag}`)
         yield* gate.respond(paused.requests[0]!.requestId, { decision: "approve_once" })
-        const old = yield* Effect.fork(asStallingProcess(agent.resume(paused.token, { owner: "worker-a", lease: "1 minute" })))
+        const old = yield* Effect.fork(
+          asStallingProcess(agent.resume(paused.token, { owner: "worker-a", lease: "1 minute" }))
+        )
         yield* stalled
         yield* TestClock.adjust("61 seconds")
         const taken = yield* agent.resume(paused.token, { owner: "worker-b", lease: "1 minute" })
@@ -135,7 +140,10 @@ const fencingSuite = (
 fencingSuite("memory", () => Layer.merge(ApprovalStore.layerMemory, CheckpointStore.layerMemory))
 fencingSuite(
   "sqlite",
-  () => Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layerStore({ filename: join(dir, "gate.db"), clock: "caller" })))
+  () =>
+    Layer.unwrapScoped(
+      Effect.map(tempDir, (dir) => ToolGateSqlite.layerStore({ filename: join(dir, "gate.db"), clock: "caller" }))
+    )
 )
 const url = pgUrl
 if (url === undefined) {

@@ -1,6 +1,6 @@
-import { expect } from "bun:test"
 import { AgentLoop } from "@tool-gate/ai"
 import { type ApprovalRequest, ApprovalStore, ToolGate } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
 import { describe, it } from "../../support/effectTest.js"
 import { call, deploy, policy, reportSeen, seen, Tools, userText, world } from "./fixtures.js"
@@ -48,7 +48,11 @@ describe("AgentLoop over a gated toolkit", () => {
     return Effect.gen(function*() {
       const [result] = seen(completed(yield* agent.run("clean up", session)).text)
       expect(result).toMatchObject({ id: "c1", name: "drop_database", isFailure: true })
-      expect(result!.result).toMatchObject({ denied: true, outcome: "policy", reason: "Databases are dropped by a person." })
+      expect(result!.result).toMatchObject({
+        denied: true,
+        outcome: "policy",
+        reason: "Databases are dropped by a person."
+      })
       expect(result!.result.message).toContain("denied by policy rule no-drops")
       expect(ran).toEqual([])
     }).pipe(Effect.provide(layer))
@@ -64,7 +68,13 @@ describe("AgentLoop over a gated toolkit", () => {
       const [signal] = result.requests
       // The loop hands the session's agent and intent to the gate, keyed by the model's call id.
       const { agentId, intentId, toolCallId, toolId } = signal!.metadata
-      expect([toolId, toolCallId, agentId, intentId, signal!.ttlMs]).toEqual(["deploy", "c1", "release-bot", "ship-1.2.0", policy.ttlMs])
+      expect([toolId, toolCallId, agentId, intentId, signal!.ttlMs]).toEqual([
+        "deploy",
+        "c1",
+        "release-bot",
+        "ship-1.2.0",
+        policy.ttlMs
+      ])
       const [request] = yield* gate.pending({ sessionKey: "s-1" })
       expect(request!.requestId).toBe(signal!.requestId)
       expect(request!.expiresAt - request!.createdAt).toBe(90_000)
@@ -102,7 +112,10 @@ describe("AgentLoop over a gated toolkit", () => {
       expect(ran).toHaveLength(1)
       // Not completed: while worker-a's lease runs, others are told who holds it; after it, one takes over.
       const waiting = yield* Effect.exit(agent.resume(token, { owner: "worker-b" }))
-      expect(waiting).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "CheckpointClaimed", owner: "worker-a" } } })
+      expect(waiting).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { _tag: "CheckpointClaimed", owner: "worker-a" } }
+      })
       yield* TestClock.adjust("61 seconds")
       // the turn's results were recorded before the model went on: the retry reads the deploy's
       const [result] = seen(completed(yield* agent.resume(token, { owner: "worker-b" })).text)
@@ -126,7 +139,10 @@ describe("AgentLoop over a gated toolkit", () => {
       // five leases long, the deploy still running
       for (let i = 0; i < 30; i++) yield* TestClock.adjust("10 seconds")
       const other = yield* Effect.exit(agent.resume(token, { owner: "worker-b" }))
-      expect(other).toMatchObject({ _tag: "Failure", cause: { error: { _tag: "CheckpointClaimed", owner: "worker-a" } } })
+      expect(other).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { _tag: "CheckpointClaimed", owner: "worker-a" } }
+      })
       yield* Deferred.succeed(release, undefined)
       const [result] = seen(completed(yield* Fiber.join(slow)).text)
       expect(result).toEqual({ id: "c1", name: "deploy", isFailure: false, result: "deployed 1.2.0 to production" })
@@ -156,11 +172,16 @@ describe("AgentLoop over a gated toolkit", () => {
   })
 
   it.scoped("an edit that does not fit the tool's parameters is refused; the model reads why and the loop goes on", () => {
-    const { layer, ran, resumed } = answeredDeploy({ decision: "approve_once", editedArgs: { env: 42, version: "1.2.0" } })
+    const { layer, ran, resumed } = answeredDeploy({
+      decision: "approve_once",
+      editedArgs: { env: 42, version: "1.2.0" }
+    })
     return Effect.gen(function*() {
       const { result } = yield* resumed
       expect(result.result).toMatchObject({ denied: true, outcome: "denied" })
-      expect(result.result.reason).toStartWith("the approver's edited arguments do not fit the tool: env: Expected string")
+      expect(result.result.reason).toStartWith(
+        "the approver's edited arguments do not fit the tool: env: Expected string"
+      )
       expect(ran).toEqual([])
     }).pipe(Effect.provide(layer))
   })

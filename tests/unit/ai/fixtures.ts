@@ -74,11 +74,20 @@ export const world = (
     Tools.toLayer({
       read_file: record("read_file", ({ path }) => `contents of ${path}`),
       deploy: (params) =>
-        Effect.zipRight(options.deployTakes ?? Effect.void, record("deploy", ({ env, version }: typeof params) => `deployed ${version} to ${env}`)(params)),
+        Effect.zipRight(
+          options.deployTakes ?? Effect.void,
+          record("deploy", ({ env, version }: typeof params) => `deployed ${version} to ${env}`)(params)
+        ),
       drop_database: record("drop_database", ({ name }) => `dropped ${name}`)
     }),
     ScriptedModel.layer(script),
-    Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, sweepInterval: "30 seconds", clock: "caller" })))
+    Layer.unwrapScoped(
+      Effect.map(
+        tempDir,
+        (dir) =>
+          ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, sweepInterval: "30 seconds", clock: "caller" })
+      )
+    )
   )
   return { ran, layer }
 }

@@ -1,6 +1,6 @@
-import { expect } from "bun:test"
 import { GatedToolkit } from "@tool-gate/ai"
 import { ToolGate } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Effect, Fiber } from "effect"
 import { describe, it } from "../../support/effectTest.js"
 import { Tools, world } from "./fixtures.js"

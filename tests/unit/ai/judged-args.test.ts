@@ -3,11 +3,11 @@
  * schemas normalize (`Schema.Trim`, `Schema.Lowercase`) is judged on the decoded parameters in
  * their encoded form, and the handler gets exactly the value that was judged.
  */
-import { expect } from "bun:test"
 import { Tool, Toolkit } from "@effect/ai"
 import { AgentLoop, GatedToolkit, ScriptedModel } from "@tool-gate/ai"
 import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { expect } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
@@ -37,7 +37,9 @@ const world = (script: ReadonlyArray<ScriptedModel.Step> = []) => {
   const layer = Layer.mergeAll(
     Tools.toLayer({ bash: record, deploy: record }),
     ScriptedModel.layer(script),
-    Layer.unwrapScoped(Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, clock: "caller" })))
+    Layer.unwrapScoped(
+      Effect.map(tempDir, (dir) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), policy, clock: "caller" }))
+    )
   )
   return { ran, layer }
 }
@@ -87,14 +89,26 @@ describe("GatedToolkit and AgentLoop: the policy judges what the tool runs", () 
       const toolkit = yield* Tools
       const gate = yield* ToolGate.ToolGate
       const store = yield* ApprovalStore.ApprovalStore
-      const ls = yield* GatedToolkit.authorize(toolkit, { id: "c1", name: "bash", params: { command: "  ls -la \n" } }, session)
+      const ls = yield* GatedToolkit.authorize(
+        toolkit,
+        { id: "c1", name: "bash", params: { command: "  ls -la \n" } },
+        session
+      )
       expect(ls).toMatchObject({ _tag: "Ran", result: { isFailure: false, result: `{"command":"ls -la"}` } })
-      const pending = yield* GatedToolkit.authorize(toolkit, { id: "c2", name: "deploy", params: { env: "Staging" } }, session)
+      const pending = yield* GatedToolkit.authorize(
+        toolkit,
+        { id: "c2", name: "deploy", params: { env: "Staging" } },
+        session
+      )
       if (pending._tag !== "Pending") throw new Error(`expected Pending, got ${pending._tag}`)
       const [requested] = (yield* store.events({ sessionKey: "s-1" })).filter((e) => e.type === "approval.requested")
       expect(requested!.args).toBe(`{"env":"staging"}`)
       yield* gate.respond(pending.signal.requestId, { decision: "approve_once" })
-      const deployed = yield* GatedToolkit.gate(toolkit, { id: "c2", name: "deploy", params: { env: "Staging" } }, session)
+      const deployed = yield* GatedToolkit.gate(
+        toolkit,
+        { id: "c2", name: "deploy", params: { env: "Staging" } },
+        session
+      )
       expect(deployed).toMatchObject({ _tag: "Ran", result: { result: `{"env":"staging"}` } })
       expect(ran).toEqual([{ command: "ls -la" }, { env: "staging" }])
     }).pipe(Effect.provide(layer))
@@ -133,13 +147,19 @@ describe("GatedToolkit and AgentLoop: the policy judges what the tool runs", () 
   })
 
   it.scoped("AgentLoop resumed with a non-canonical edit: the model reads the refusal; no handler runs", () => {
-    const { layer, ran } = world([{ toolCalls: [{ id: "c1", name: "deploy", params: { env: "staging" } }] }, reportSeen])
+    const { layer, ran } = world([
+      { toolCalls: [{ id: "c1", name: "deploy", params: { env: "staging" } }] },
+      reportSeen
+    ])
     return Effect.gen(function*() {
       const agent = AgentLoop.make({ toolkit: Tools })
       const gate = yield* ToolGate.ToolGate
       const paused = yield* agent.run("ship it", session)
       if (paused._tag !== "Paused") throw new Error(`expected Paused, got ${paused._tag}`)
-      yield* gate.respond(paused.requests[0]!.requestId, { decision: "approve_once", editedArgs: { env: "PRODUCTION" } })
+      yield* gate.respond(paused.requests[0]!.requestId, {
+        decision: "approve_once",
+        editedArgs: { env: "PRODUCTION" }
+      })
       const result = yield* agent.resume(paused.token)
       if (result._tag !== "Completed") throw new Error(`expected Completed, got ${result._tag}`)
       const [read] = seen(result.text)

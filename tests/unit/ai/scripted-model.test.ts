@@ -1,6 +1,6 @@
-import { expect } from "bun:test"
 import { LanguageModel, Prompt } from "@effect/ai"
 import { ScriptedModel } from "@tool-gate/ai"
+import { expect } from "bun:test"
 import { Chunk, Effect, Stream } from "effect"
 import { describe, it } from "../../support/effectTest.js"
 import { Tools } from "./fixtures.js"
@@ -16,7 +16,14 @@ const afterFirstTurn = Prompt.make([
   { role: "assistant", content: [{ type: "tool-call", id: "c1", name: "read_file", params: { path: "a.md" } }] },
   {
     role: "tool",
-    content: [{ type: "tool-result", id: "c1", name: "read_file", isFailure: false, result: "# A", providerExecuted: false }]
+    content: [{
+      type: "tool-result",
+      id: "c1",
+      name: "read_file",
+      isFailure: false,
+      result: "# A",
+      providerExecuted: false
+    }]
   }
 ])
 
@@ -26,17 +33,22 @@ describe("ScriptedModel", () => {
       const toolkit = yield* Tools
       const first = yield* LanguageModel.generateText({ prompt: "read a.md", toolkit, disableToolCallResolution: true })
       expect(first.text).toBe("reading")
-      expect(first.toolCalls.map((call) => [call.id, call.name, call.params])).toEqual([["c1", "read_file", { path: "a.md" }]])
+      expect(first.toolCalls.map((call) => [call.id, call.name, call.params])).toEqual([["c1", "read_file", {
+        path: "a.md"
+      }]])
       expect(first.finishReason).toBe("tool-calls")
       // Another process resuming this conversation gets the second reply, not the first.
       const second = yield* LanguageModel.generateText({ prompt: afterFirstTurn })
       expect(second.text).toBe("read # A")
       expect(second.finishReason).toBe("stop")
-    }).pipe(Effect.provide(Model), Effect.provide(Tools.toLayer({
-      read_file: () => Effect.succeed(""),
-      deploy: () => Effect.succeed(""),
-      drop_database: () => Effect.succeed("")
-    }))))
+    }).pipe(
+      Effect.provide(Model),
+      Effect.provide(Tools.toLayer({
+        read_file: () => Effect.succeed(""),
+        deploy: () => Effect.succeed(""),
+        drop_database: () => Effect.succeed("")
+      }))
+    ))
 
   it.effect("streams the same reply", () =>
     Effect.gen(function*() {

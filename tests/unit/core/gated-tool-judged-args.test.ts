@@ -3,9 +3,9 @@
  * (`Schema.Trim`, `Schema.Lowercase`) is judged on the decoded value in its encoded form, never
  * on the raw arguments, and the tool gets exactly the value that was judged.
  */
-import { expect, test } from "bun:test"
 import { ApprovalStore, GatedTool, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { expect, test } from "bun:test"
 import { Effect, FastCheck as fc, Layer, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
@@ -130,7 +130,10 @@ describe("GatedTool: the policy judges what the tool runs", () => {
       fc.asyncProperty(
         fc.array(
           fc.oneof(
-            fc.tuple(padding, padding).map(([before, after]) => ({ tool: "bash" as const, value: `${before}rm -rf /${after}` })),
+            fc.tuple(padding, padding).map(([before, after]) => ({
+              tool: "bash" as const,
+              value: `${before}rm -rf /${after}`
+            })),
             anyCase("production").map((env) => ({ tool: "deploy" as const, value: env })),
             fc.string({ maxLength: 12 }).map((value) => ({ tool: "bash" as const, value }))
           ),

@@ -1,6 +1,6 @@
-import { expect } from "bun:test"
 import { GatedTool, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { expect } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"

@@ -16,7 +16,11 @@ const decideInChild = async (pattern: string, unit: string, times: number) => {
     const command = ${JSON.stringify(unit)}.repeat(${times})
     console.log(policy.evaluate({ name: "bash", args: { command } })._tag)
   `
-  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", "-e", code], { cwd: root, stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", "-e", code], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe"
+  })
   const timer = setTimeout(() => child.kill(), 15_000)
   const [out, exit] = await Promise.all([new Response(child.stdout).text(), child.exited])
   clearTimeout(timer)

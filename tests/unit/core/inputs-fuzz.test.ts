@@ -5,8 +5,8 @@
  * Every input ends in a typed error or a call, never a defect (a thrown exception), never a hang
  * (the test's timeout).
  */
-import { describe, expect, test } from "bun:test"
 import { ApprovalRequest, Limits, ToolCall } from "@tool-gate/core"
+import { describe, expect, test } from "bun:test"
 import { Cause, Effect, Either, Exit, FastCheck as fc, Schema } from "effect"
 
 /** decode's outcome: a call or `InvalidToolCall`; anything else (a defect) fails the test */

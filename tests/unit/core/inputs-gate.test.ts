@@ -3,8 +3,8 @@
  * writes, changing nothing; a read for a key no call can have finds nothing (a lone surrogate
  * would otherwise read another session's rows in SQLite, where it becomes U+FFFD).
  */
-import { expect } from "bun:test"
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Effect, Either, Layer } from "effect"
 import { describe, it } from "../../support/effectTest.js"
 import { sqliteStore } from "../../support/sqlStores.js"
@@ -31,9 +31,13 @@ for (const [name, store] of stores) {
       Effect.gen(function*() {
         const gate = yield* ToolGate.ToolGate
         const before = yield* lastSeq
-        const big = yield* Effect.either(gate.authorize({ id: "c1", name: "ls", sessionKey: "s", args: { text: "x".repeat(100) } }))
+        const big = yield* Effect.either(
+          gate.authorize({ id: "c1", name: "ls", sessionKey: "s", args: { text: "x".repeat(100) } })
+        )
         expect(Either.isLeft(big) && big.left._tag).toBe("InvalidToolCall")
-        const deep = yield* Effect.either(gate.authorize({ id: "c2", name: "ls", sessionKey: "s", args: { a: [[[[1]]]] } }))
+        const deep = yield* Effect.either(
+          gate.authorize({ id: "c2", name: "ls", sessionKey: "s", args: { a: [[[[1]]]] } })
+        )
         expect(Either.isLeft(deep) && deep.left._tag).toBe("InvalidToolCall")
         expect(yield* lastSeq).toBe(before)
         // within the limits the same call goes through

@@ -4,12 +4,12 @@
  * `InvalidToolCall` and changes nothing; a call it accepts is stored and read back (by a second
  * store on the same database, as another process would) with the same canonical arguments.
  */
+import { ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect, test } from "bun:test"
 import { Effect, Either, FastCheck as fc, Layer, type Scope } from "effect"
-import { ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
+import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
 import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../support/sqlStores.js"
-import { join } from "node:path"
 
 const policy = Policy.unsafeMake({ default: "requireApproval" })
 
@@ -126,7 +126,10 @@ for (const { name, open } of stores) {
             expect(Either.isLeft(created) && created.left._tag).toBe("InvalidToolCall")
             expect(yield* snapshot).toEqual(before)
           }).pipe(Effect.provide(services))
-          const pending = yield* Effect.provide(ToolGate.ToolGate.pipe(Effect.flatMap((g) => g.pending())), readerServices)
+          const pending = yield* Effect.provide(
+            ToolGate.ToolGate.pipe(Effect.flatMap((g) => g.pending())),
+            readerServices
+          )
           expect(pending).toHaveLength(0)
         }))
     }
@@ -136,7 +139,10 @@ for (const { name, open } of stores) {
         const { readerServices, services } = yield* buildBoth(open)
         yield* Effect.ignore(
           Effect.provide(
-            Effect.flatMap(ToolGate.ToolGate, (g) => g.authorize({ id: "c1", name: "bash", sessionKey: "team-b\ud800" })),
+            Effect.flatMap(
+              ToolGate.ToolGate,
+              (g) => g.authorize({ id: "c1", name: "bash", sessionKey: "team-b\ud800" })
+            ),
             services
           )
         )
@@ -236,55 +242,66 @@ const edgeCases: Array<Record<string, unknown>> = [
 
 for (const { name, open } of stores) {
   describe(`stored arguments on the ${name} store`, () => {
-    it.scoped("edge cases that decode accepts are stored and read back with the same canonical arguments", () =>
-      Effect.gen(function*() {
-        const { readerServices, services } = yield* buildBoth(open)
-        for (const [i, args] of edgeCases.entries()) {
-          const input = { id: `edge-${i}`, name: "bash", sessionKey: "s1", args }
-          const expected = ToolCall.canonicalArgs(Effect.runSync(ToolCall.decode(input)).args)
-          const pause = yield* Effect.provide(Effect.flatMap(ToolGate.ToolGate, (g) => g.authorize(input)), services)
-          if (!PauseSignal.isPauseSignal(pause)) throw new Error("expected a pause")
-          const read = yield* Effect.provide(
-            Effect.flatMap(ToolGate.ToolGate, (g) => g.getRequest(pause.requestId)),
-            readerServices
-          )
-          expect(ToolCall.canonicalArgs(read.toolCall.args)).toBe(expected)
-          expect(read.argsDigest).toBe(ToolCall.argsDigest(read.toolCall.args))
-        }
-      }), 60_000)
+    it.scoped(
+      "edge cases that decode accepts are stored and read back with the same canonical arguments",
+      () =>
+        Effect.gen(function*() {
+          const { readerServices, services } = yield* buildBoth(open)
+          for (const [i, args] of edgeCases.entries()) {
+            const input = { id: `edge-${i}`, name: "bash", sessionKey: "s1", args }
+            const expected = ToolCall.canonicalArgs(Effect.runSync(ToolCall.decode(input)).args)
+            const pause = yield* Effect.provide(Effect.flatMap(ToolGate.ToolGate, (g) => g.authorize(input)), services)
+            if (!PauseSignal.isPauseSignal(pause)) throw new Error("expected a pause")
+            const read = yield* Effect.provide(
+              Effect.flatMap(ToolGate.ToolGate, (g) => g.getRequest(pause.requestId)),
+              readerServices
+            )
+            expect(ToolCall.canonicalArgs(read.toolCall.args)).toBe(expected)
+            expect(read.argsDigest).toBe(ToolCall.argsDigest(read.toolCall.args))
+          }
+        }),
+      60_000
+    )
 
-    it.scoped("generated valid calls are stored and read back with the same canonical arguments and ids", () =>
-      Effect.gen(function*() {
-        const { readerServices, services } = yield* buildBoth(open)
-        let n = 0
-        let checked = 0
-        yield* Effect.promise(() =>
-          fc.assert(
-            fc.asyncProperty(argsArb, idText, idText, async (args, sessionKey, id) => {
-              const input = { id: `${n++}-${id}`.slice(0, 256), name: "bash", sessionKey, args }
-              const decoded = Effect.runSync(Effect.either(ToolCall.decode(input)))
-              if (Either.isLeft(decoded)) throw new Error(`generated a call decode refuses: ${decoded.left.message}`)
-              const read = await Effect.runPromise(
-                Effect.gen(function*() {
-                  const pause = yield* Effect.provide(Effect.flatMap(ToolGate.ToolGate, (g) => g.authorize(input)), services)
-                  if (!PauseSignal.isPauseSignal(pause)) throw new Error("expected a pause")
-                  const listed = yield* Effect.provide(
-                    Effect.flatMap(ToolGate.ToolGate, (g) => g.pending({ sessionKey })),
-                    readerServices
-                  )
-                  return listed.find((r) => r.requestId === pause.requestId)
-                })
-              )
-              expect(read).toBeDefined()
-              expect(read!.toolCall.id).toBe(decoded.right.id)
-              expect(read!.toolCall.sessionKey).toBe(decoded.right.sessionKey)
-              expect(ToolCall.canonicalArgs(read!.toolCall.args)).toBe(ToolCall.canonicalArgs(decoded.right.args))
-              checked++
-            }),
-            { numRuns: name === "memory" ? 300 : 60 }
+    it.scoped(
+      "generated valid calls are stored and read back with the same canonical arguments and ids",
+      () =>
+        Effect.gen(function*() {
+          const { readerServices, services } = yield* buildBoth(open)
+          let n = 0
+          let checked = 0
+          yield* Effect.promise(() =>
+            fc.assert(
+              fc.asyncProperty(argsArb, idText, idText, async (args, sessionKey, id) => {
+                const input = { id: `${n++}-${id}`.slice(0, 256), name: "bash", sessionKey, args }
+                const decoded = Effect.runSync(Effect.either(ToolCall.decode(input)))
+                if (Either.isLeft(decoded)) throw new Error(`generated a call decode refuses: ${decoded.left.message}`)
+                const read = await Effect.runPromise(
+                  Effect.gen(function*() {
+                    const pause = yield* Effect.provide(
+                      Effect.flatMap(ToolGate.ToolGate, (g) => g.authorize(input)),
+                      services
+                    )
+                    if (!PauseSignal.isPauseSignal(pause)) throw new Error("expected a pause")
+                    const listed = yield* Effect.provide(
+                      Effect.flatMap(ToolGate.ToolGate, (g) => g.pending({ sessionKey })),
+                      readerServices
+                    )
+                    return listed.find((r) => r.requestId === pause.requestId)
+                  })
+                )
+                expect(read).toBeDefined()
+                expect(read!.toolCall.id).toBe(decoded.right.id)
+                expect(read!.toolCall.sessionKey).toBe(decoded.right.sessionKey)
+                expect(ToolCall.canonicalArgs(read!.toolCall.args)).toBe(ToolCall.canonicalArgs(decoded.right.args))
+                checked++
+              }),
+              { numRuns: name === "memory" ? 300 : 60 }
+            )
           )
-        )
-        expect(checked).toBeGreaterThanOrEqual(60)
-      }), 120_000)
+          expect(checked).toBeGreaterThanOrEqual(60)
+        }),
+      120_000
+    )
   })
 }

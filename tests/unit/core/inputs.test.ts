@@ -4,9 +4,9 @@
  * keeps alike (no own `__proto__`, no U+0000, no lone surrogates), of bounded depth and size;
  * `undefined` properties treated as absent. Bad input is `InvalidToolCall` naming the path.
  */
+import { ApprovalRequest, ToolCall } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Effect, Either, Schema } from "effect"
-import { ApprovalRequest, ToolCall } from "@tool-gate/core"
 
 const decode = (input: unknown) => Effect.runSync(Effect.either(ToolCall.decode(input)))
 
@@ -94,7 +94,9 @@ describe("arguments", () => {
     expect(refusedAt(call({ args: { a: "x\ud800" } }))).toContain("args.a")
     expect(refusedAt(call({ args: { a: { b: ["\udfff"] } } }))).toContain("args.a.b.0")
     expect(refusedAt(call({ args: { ["\ud800"]: 1 } }))).toContain("args")
-    expect(accepted(call({ args: { "\ud83d\ude00": "\ud83d\ude00" } })).args).toEqual({ "\ud83d\ude00": "\ud83d\ude00" })
+    expect(accepted(call({ args: { "\ud83d\ude00": "\ud83d\ude00" } })).args).toEqual({
+      "\ud83d\ude00": "\ud83d\ude00"
+    })
   })
 
   test("nesting up to 64 levels is accepted, deeper is refused", () => {

@@ -1,6 +1,6 @@
+import { Limits, ToolCall } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Effect, Either, FastCheck as fc, Schema } from "effect"
-import { Limits, ToolCall } from "@tool-gate/core"
 
 const bySchema = Schema.decodeUnknownEither(ToolCall.schema(Limits.defaultCallLimits))
 
@@ -164,7 +164,9 @@ describe("ToolCall.decode", () => {
         ? `[${v.map(sorted).join(",")}]`
         : typeof v === "object" && v !== null
         ? `{${
-          Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${sorted((v as Record<string, unknown>)[k])}`).join(",")
+          Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${sorted((v as Record<string, unknown>)[k])}`).join(
+            ","
+          )
         }}`
         : JSON.stringify(v)
     const text = fc.oneof(fc.string({ unit: "binary", maxLength: 40 }), oddString)
@@ -180,7 +182,7 @@ describe("ToolCall.decode", () => {
   test("canonical args ignore key order at every depth; the digest follows", () => {
     const a = { b: [1, { y: 2, x: 1 }], a: "t" }
     const b = { a: "t", b: [1, { x: 1, y: 2 }] }
-    expect(ToolCall.canonicalArgs(a)).toBe('{"a":"t","b":[1,{"x":1,"y":2}]}')
+    expect(ToolCall.canonicalArgs(a)).toBe("{\"a\":\"t\",\"b\":[1,{\"x\":1,\"y\":2}]}")
     expect(ToolCall.argsDigest(a)).toBe(ToolCall.argsDigest(b))
     expect(ToolCall.argsDigest({ ...a, a: "u" })).not.toBe(ToolCall.argsDigest(a))
   })
@@ -194,7 +196,12 @@ describe("per-gate limits", () => {
 
   test("Limits.callLimits fills in the defaults and refuses values out of range", () => {
     expect(Either.getOrThrow(Limits.callLimits())).toEqual(Limits.defaultCallLimits)
-    expect(Limits.defaultCallLimits).toEqual({ maxIdLength: 256, maxPathLength: 4096, maxArgsBytes: 1_000_000, maxDepth: 64 })
+    expect(Limits.defaultCallLimits).toEqual({
+      maxIdLength: 256,
+      maxPathLength: 4096,
+      maxArgsBytes: 1_000_000,
+      maxDepth: 64
+    })
     expect(Either.getOrThrow(Limits.callLimits({ maxDepth: 8 }))).toEqual({ ...Limits.defaultCallLimits, maxDepth: 8 })
     for (
       const bad of [
@@ -211,7 +218,9 @@ describe("per-gate limits", () => {
   })
 
   test("a gate's limits are applied, lower or higher than the defaults", () => {
-    const strict = Either.getOrThrow(Limits.callLimits({ maxIdLength: 4, maxPathLength: 3, maxArgsBytes: 20, maxDepth: 2 }))
+    const strict = Either.getOrThrow(
+      Limits.callLimits({ maxIdLength: 4, maxPathLength: 3, maxArgsBytes: 20, maxDepth: 2 })
+    )
     const call = { id: "c1", name: "bash", sessionKey: "s1" }
     expect(Either.isRight(decode({ ...call, args: { a: [1] } }, strict))).toBe(true)
     expect(paths(decode({ ...call, args: { a: [[1]] } }, strict))).toEqual(["args.a.0"])

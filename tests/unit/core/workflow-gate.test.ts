@@ -3,13 +3,13 @@
  * checkpoints on a SQLite file or a PostgreSQL schema, answers from a second gate on the same
  * database (as another process would give them).
  */
-import { expect } from "bun:test"
 import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import { type ApprovalRequest, Checkpoint, Policy, ToolGate } from "@tool-gate/core"
 import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { expect } from "bun:test"
 import { Cause, Effect, Exit, Layer, Option, Redacted, Schema, type Scope } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
@@ -40,8 +40,13 @@ const pollUntil = (
   executionId: string,
   done: (result: Polled) => boolean
 ): Effect.Effect<Polled, never, WorkflowEngine.WorkflowEngine> =>
-  Effect.flatMap(Release.poll(executionId), (result) =>
-    done(result) ? Effect.succeed(result) : Effect.delay(Effect.suspend(() => pollUntil(executionId, done)), "10 millis"))
+  Effect.flatMap(
+    Release.poll(executionId),
+    (result) =>
+      done(result)
+        ? Effect.succeed(result)
+        : Effect.delay(Effect.suspend(() => pollUntil(executionId, done)), "10 millis")
+  )
 
 /** Opens the gate (and checkpoints) on one fresh database, as often as asked. */
 type Database = Effect.Effect<
@@ -50,8 +55,10 @@ type Database = Effect.Effect<
   Scope.Scope
 >
 
-const sqlite: Database = Effect.map(tempDir, (dir) => (options) =>
-  ToolGateSqlite.layer({ filename: join(dir, "gate.db"), ...options }))
+const sqlite: Database = Effect.map(
+  tempDir,
+  (dir) => (options) => ToolGateSqlite.layer({ filename: join(dir, "gate.db"), ...options })
+)
 
 const postgres = (url: string): Database =>
   Effect.map(pgSchema(url), (schemaUrl) => (options) => ToolGatePg.layer({ url: Redacted.make(schemaUrl), ...options }))
@@ -133,71 +140,91 @@ const suite = (name: string, database: Database) => {
     })
 
   describe(`WorkflowGate on the in-memory WorkflowEngine (${name})`, () => {
-    it.live("approved: the workflow suspends, an answer from another gate wakes it, the call runs once with the edit", () =>
-      inWorld(({ answer, ran }) =>
-        Effect.gen(function*() {
-          const checkpoints = yield* Checkpoint.Checkpoints
-          const { executionId, request } = yield* startSuspended("production")
-          expect(request.toolCall).toMatchObject({ name: "deploy", args: { env: "production" } })
-          expect((yield* checkpoints.open(WorkflowGate.WaitPoint)).map((cp) => cp.requestIds)).toEqual([[
-            request.requestId
-          ]])
-          expect(ran).toEqual(["read CHANGELOG.md"])
+    it.live(
+      "approved: the workflow suspends, an answer from another gate wakes it, the call runs once with the edit",
+      () =>
+        inWorld(({ answer, ran }) =>
+          Effect.gen(function*() {
+            const checkpoints = yield* Checkpoint.Checkpoints
+            const { executionId, request } = yield* startSuspended("production")
+            expect(request.toolCall).toMatchObject({ name: "deploy", args: { env: "production" } })
+            expect((yield* checkpoints.open(WorkflowGate.WaitPoint)).map((cp) => cp.requestIds)).toEqual([[
+              request.requestId
+            ]])
+            expect(ran).toEqual(["read CHANGELOG.md"])
 
-          yield* answer(request.requestId, { decision: "approve_once", editedArgs: { env: "production-eu" } })
-          const exit = yield* finished(executionId)
-          expect(exit).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production-eu"))
-          // the workflow ran again from the top after the pause: journaled steps did not run again
-          expect(ran).toEqual(["read CHANGELOG.md", "deployed to production-eu"])
-          expect(yield* checkpoints.open(WorkflowGate.WaitPoint)).toEqual([])
-        })
-      ), 30_000)
-
-    it.live("denied by a human: the workflow fails with ToolDenied and the reason; the tool never runs", () =>
-      inWorld(({ answer, ran }) =>
-        Effect.gen(function*() {
-          const { executionId, request } = yield* startSuspended("production")
-          yield* answer(request.requestId, { decision: "deny", reason: "Freeze until Monday.", respondedBy: "ana" })
-          const error = failureOf(yield* finished(executionId))
-          expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "denied", reason: "Freeze until Monday." })
-          expect(ran).toEqual(["read CHANGELOG.md"])
-        })
-      ), 30_000)
-
-    it.live("nobody answers: the request expires and the workflow fails with ToolDenied (expired)", () =>
-      inWorld(({ ran }) =>
-        Effect.gen(function*() {
-          const { executionId } = yield* startSuspended("staging")
-          const error = failureOf(yield* finished(executionId))
-          expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "expired" })
-          expect(ran).toEqual(["read CHANGELOG.md"])
-        })
-      ), 30_000)
-
-    it.live("denied by policy: the workflow fails at once, without suspending", () =>
-      inWorld(({ ran }) =>
-        Effect.gen(function*() {
-          const exit = yield* Effect.exit(Release.execute({ env: "staging", drop: true }))
-          expect(exit).toMatchObject({ _tag: "Failure" })
-          expect(failureOf(exit as Exit.Exit<string, WorkflowGate.GateError>)).toMatchObject({
-            _tag: "ToolDenied",
-            outcome: "policy",
-            rule: "no-drops"
+            yield* answer(request.requestId, { decision: "approve_once", editedArgs: { env: "production-eu" } })
+            const exit = yield* finished(executionId)
+            expect(exit).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production-eu"))
+            // the workflow ran again from the top after the pause: journaled steps did not run again
+            expect(ran).toEqual(["read CHANGELOG.md", "deployed to production-eu"])
+            expect(yield* checkpoints.open(WorkflowGate.WaitPoint)).toEqual([])
           })
-          expect(ran).toEqual(["read CHANGELOG.md"])
-        })
-      ), 30_000)
+        ),
+      30_000
+    )
 
-    it.live("an answer given while no bridge ran: a bridge started later finds the open wait point and wakes the workflow", () =>
-      inWorld(({ answer, ran }) =>
-        Effect.gen(function*() {
-          const { executionId, request } = yield* startSuspended("production")
-          yield* answer(request.requestId, { decision: "approve_once" })
-          expect(yield* Release.poll(executionId)).toMatchObject({ _tag: "Suspended" })
-          yield* Layer.build(WorkflowGate.layerBridge())
-          expect(yield* finished(executionId)).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production"))
-          expect(ran).toEqual(["read CHANGELOG.md", "deployed to production"])
-        }), { bridge: false }), 30_000)
+    it.live(
+      "denied by a human: the workflow fails with ToolDenied and the reason; the tool never runs",
+      () =>
+        inWorld(({ answer, ran }) =>
+          Effect.gen(function*() {
+            const { executionId, request } = yield* startSuspended("production")
+            yield* answer(request.requestId, { decision: "deny", reason: "Freeze until Monday.", respondedBy: "ana" })
+            const error = failureOf(yield* finished(executionId))
+            expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "denied", reason: "Freeze until Monday." })
+            expect(ran).toEqual(["read CHANGELOG.md"])
+          })
+        ),
+      30_000
+    )
+
+    it.live(
+      "nobody answers: the request expires and the workflow fails with ToolDenied (expired)",
+      () =>
+        inWorld(({ ran }) =>
+          Effect.gen(function*() {
+            const { executionId } = yield* startSuspended("staging")
+            const error = failureOf(yield* finished(executionId))
+            expect(error).toMatchObject({ _tag: "ToolDenied", outcome: "expired" })
+            expect(ran).toEqual(["read CHANGELOG.md"])
+          })
+        ),
+      30_000
+    )
+
+    it.live(
+      "denied by policy: the workflow fails at once, without suspending",
+      () =>
+        inWorld(({ ran }) =>
+          Effect.gen(function*() {
+            const exit = yield* Effect.exit(Release.execute({ env: "staging", drop: true }))
+            expect(exit).toMatchObject({ _tag: "Failure" })
+            expect(failureOf(exit as Exit.Exit<string, WorkflowGate.GateError>)).toMatchObject({
+              _tag: "ToolDenied",
+              outcome: "policy",
+              rule: "no-drops"
+            })
+            expect(ran).toEqual(["read CHANGELOG.md"])
+          })
+        ),
+      30_000
+    )
+
+    it.live(
+      "an answer given while no bridge ran: a bridge started later finds the open wait point and wakes the workflow",
+      () =>
+        inWorld(({ answer, ran }) =>
+          Effect.gen(function*() {
+            const { executionId, request } = yield* startSuspended("production")
+            yield* answer(request.requestId, { decision: "approve_once" })
+            expect(yield* Release.poll(executionId)).toMatchObject({ _tag: "Suspended" })
+            yield* Layer.build(WorkflowGate.layerBridge())
+            expect(yield* finished(executionId)).toEqual(Exit.succeed("read CHANGELOG.md; deployed to production"))
+            expect(ran).toEqual(["read CHANGELOG.md", "deployed to production"])
+          }), { bridge: false }),
+      30_000
+    )
   })
 }
 

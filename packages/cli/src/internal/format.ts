@@ -44,13 +44,17 @@ export const resolvedLine = (request: ApprovalRequest.ApprovalRequest): string =
     const edited = resolution.editedArgs !== undefined ? ` ${JSON.stringify(resolution.editedArgs)}` : ""
     const from = resolution.respondedBy !== undefined ? ` from ${resolution.respondedBy}` : ""
     const reason = resolution.reason !== undefined ? `: ${resolution.reason}` : ""
-    return `denied by policy ${request.requestId} (${call(request)}): the edited arguments${edited}${from} were refused${reason}`
+    return `denied by policy ${request.requestId} (${
+      call(request)
+    }): the edited arguments${edited}${from} were refused${reason}`
   }
   const by = resolution?.respondedBy !== undefined ? ` by ${resolution.respondedBy}` : ""
   const session = resolution?.sessionApprovalId !== undefined
     ? `, for the session (session approval ${resolution.sessionApprovalId})`
     : ""
-  const edited = resolution?.editedArgs !== undefined ? ` with edited args ${JSON.stringify(resolution.editedArgs)}` : ""
+  const edited = resolution?.editedArgs !== undefined
+    ? ` with edited args ${JSON.stringify(resolution.editedArgs)}`
+    : ""
   const reason = resolution?.reason !== undefined ? `: ${resolution.reason}` : ""
   return `${request.status} ${request.requestId} (${call(request)})${by}${edited}${session}${reason}`
 }

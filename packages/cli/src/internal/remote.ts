@@ -14,7 +14,14 @@ import {
 import type { ApprovalRequest, SessionApproval, ToolCall } from "@tool-gate/core"
 import { Api, Auth } from "@tool-gate/server"
 import { Effect, Layer, Option, type Redacted, Schedule, Schema, Stream } from "effect"
-import { Backend, type BackendError, InvalidInput, type AuditOptions, type RemoteOptions, ServerUnavailable } from "../Backend.js"
+import {
+  type AuditOptions,
+  Backend,
+  type BackendError,
+  InvalidInput,
+  type RemoteOptions,
+  ServerUnavailable
+} from "../Backend.js"
 import { paged, pageSize, sseEvents } from "./audit.js"
 
 // What a failed reply carries when the API declares it; anything else is the server's fault.
@@ -117,7 +124,11 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
       return Backend.of({
         target: url,
         pending: (sessionKey) =>
-          call(client.approvals.pending({ urlParams: { sessionKey: sessionKey === undefined ? undefined : session(sessionKey) } })),
+          call(
+            client.approvals.pending({
+              urlParams: { sessionKey: sessionKey === undefined ? undefined : session(sessionKey) }
+            })
+          ),
         respond: (requestId, answer) => call(client.approvals.respond({ path: request(requestId), payload: answer })),
         extend: (requestId, ttlMs) => call(client.approvals.extend({ path: request(requestId), payload: { ttlMs } })),
         sessionApprovals: (sessionKey) => call(client.sessions.list({ path: { sessionKey: session(sessionKey) } })),

@@ -13,7 +13,8 @@
  * - @effect/cli's own output prints through `docs`, its styling dropped: help (on stdout) keeps its
  *   line breaks, usage errors (on stderr, quoting the command line) are one escaped line each.
  */
-import { Console, Effect } from "effect"
+import type { Console } from "effect"
+import { Effect } from "effect"
 
 // C0, DEL, C1; bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the invisible
 // bidi marks (U+061C, U+200E, U+200F), which reorder what is read without showing.
@@ -38,7 +39,11 @@ export const json = (value: unknown, indent = 2): string =>
 const styling = /\u001b\[[0-9;]*m/g
 
 /** A console whose strings pass `out` (log, info, debug) or `err` (error, warn) on their way. */
-const mapText = (base: Console.Console, out: (text: string) => string, err: (text: string) => string): Console.Console => {
+const mapText = (
+  base: Console.Console,
+  out: (text: string) => string,
+  err: (text: string) => string
+): Console.Console => {
   const map = (f: (text: string) => string) => (values: ReadonlyArray<unknown>) =>
     values.map((value) => (typeof value === "string" ? f(value) : value))
   const [toOut, toErr] = [map(out), map(err)]
@@ -79,6 +84,7 @@ export const docs = (base: Console.Console): Console.Console =>
   )
 
 /** Runs `effect` with the current console behind `wrap`. */
-export const withConsole = (wrap: (base: Console.Console) => Console.Console) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.console, (base) => Effect.withConsole(effect, wrap(base)))
+export const withConsole =
+  (wrap: (base: Console.Console) => Console.Console) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(Effect.console, (base) => Effect.withConsole(effect, wrap(base)))

@@ -149,7 +149,9 @@ export const walk = (value: unknown, rules: Rules): Walked => {
         continue
       }
       if (rules.portable) {
-        if (key === "__proto__") return refuseKey("an own __proto__ key is not allowed (stores would drop or reject it)", key)
+        if (key === "__proto__") {
+          return refuseKey("an own __proto__ key is not allowed (stores would drop or reject it)", key)
+        }
         const problem = portableStringProblem(key)
         if (problem !== undefined) return refuseKey(`a key ${problem}`)
       }

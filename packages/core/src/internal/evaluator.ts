@@ -69,8 +69,7 @@ export type ArgMatcher =
   | { readonly shell: string; readonly caseInsensitive?: boolean }
   | { readonly equals: unknown }
 
-const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The matcher an argument pattern is, when it is an object with one of `matcherKeys`. */
 export const asMatcher = (pattern: unknown): ArgMatcher | undefined =>

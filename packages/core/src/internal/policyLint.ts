@@ -62,10 +62,14 @@ const prepare = (rule: LintRule): Prepared => ({
   tool: tokens(rule.tool, true),
   agent: rule.agent === undefined ? undefined : tokens(rule.agent),
   intent: rule.intent === undefined ? undefined : tokens(rule.intent),
-  args: new Map(Object.entries(rule.args ?? {}).map(([path, pattern]): [string, ArgPattern] => [
-    path,
-    typeof pattern === "string" ? { pattern, tokens: tokens(pattern) } : { pattern, canonical: canonicalJson(pattern) }
-  ]))
+  args: new Map(
+    Object.entries(rule.args ?? {}).map(([path, pattern]): [string, ArgPattern] => [
+      path,
+      typeof pattern === "string"
+        ? { pattern, tokens: tokens(pattern) }
+        : { pattern, canonical: canonicalJson(pattern) }
+    ])
+  )
 })
 
 /** Why the rule can never match any call, or `undefined` when it might. */
@@ -141,7 +145,9 @@ const easyToBypass = (path: string, pattern: unknown): string | undefined => {
   }
   if (glob !== undefined) {
     if (!glob.text.startsWith("*")) {
-      reasons.push(`the glob has no leading *, so a value with a leading space or prefix (" ...", "sudo ...") escapes it`)
+      reasons.push(
+        `the glob has no leading *, so a value with a leading space or prefix (" ...", "sudo ...") escapes it`
+      )
     }
     if (!glob.caseInsensitive && glob.text.toLowerCase() !== glob.text.toUpperCase()) {
       reasons.push(

@@ -1,7 +1,7 @@
-import type { ToolCall } from "../ToolCall.js"
-import { argsDigest, normalizeName } from "../ToolCall.js"
 import type { SessionApproval } from "../SessionApproval.js"
 import { covers } from "../SessionApproval.js"
+import type { ToolCall } from "../ToolCall.js"
+import { argsDigest, normalizeName } from "../ToolCall.js"
 
 /**
  * The in-memory projection of active session approvals: session -> lower-cased tool -> grants.

@@ -24,8 +24,26 @@ const wrapperWindow = 8
 
 /** Commands that run the command given in their arguments. */
 const wrappers = new Set([
-  "sudo", "doas", "command", "builtin", "exec", "env", "nohup", "nice", "ionice", "time", "timeout",
-  "xargs", "stdbuf", "setsid", "chrt", "taskset", "flock", "busybox", "unbuffer", "watch"
+  "sudo",
+  "doas",
+  "command",
+  "builtin",
+  "exec",
+  "env",
+  "nohup",
+  "nice",
+  "ionice",
+  "time",
+  "timeout",
+  "xargs",
+  "stdbuf",
+  "setsid",
+  "chrt",
+  "taskset",
+  "flock",
+  "busybox",
+  "unbuffer",
+  "watch"
 ])
 
 /** Shells: `-c` gives a command line to follow; with no operand they read commands from stdin. */
@@ -33,8 +51,25 @@ const shells = new Set(["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish
 
 /** Words that may precede a command without being one. */
 const reserved = new Set([
-  "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "case", "esac",
-  "select", "function", "coproc", "[[", "]]"
+  "!",
+  "{",
+  "}",
+  "if",
+  "then",
+  "else",
+  "elif",
+  "fi",
+  "do",
+  "done",
+  "while",
+  "until",
+  "case",
+  "esac",
+  "select",
+  "function",
+  "coproc",
+  "[[",
+  "]]"
 ])
 
 /** Operators that end a simple command; the redirections (`>`, `2>&1`...) stay as its words. */

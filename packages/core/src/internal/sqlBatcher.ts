@@ -70,7 +70,9 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           return
         }
         const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
-        const begun = yield* Effect.exit(Effect.forEach(options.begin, (text) => statement(conn, text), { discard: true }))
+        const begun = yield* Effect.exit(
+          Effect.forEach(options.begin, (text) => statement(conn, text), { discard: true })
+        )
         if (Exit.isFailure(begun)) {
           yield* rollback
           for (const job of writes) job.exit = begun
@@ -187,33 +189,34 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       return leader
     })).pipe(Effect.flatMap((leader) => leader.exit!))
 
-    const submit = (write: boolean, single: boolean) => <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
-      Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
-        if (closed) return Effect.interrupt
-        const job: Job = {
-          write,
-          single,
-          body,
-          deferred: Deferred.unsafeMake(fiber.id()),
-          exit: undefined,
-          cancelled: false
-        }
-        if (!busy) {
-          busy = true
-          if (!write) return runAlone(job)
-          const writer = fiber.id()
-          const alternating = lastWriter !== undefined && !Equal.equals(lastWriter, writer)
-          lastWriter = writer
-          if (!alternating) return runAlone(job)
-          // Writes from alternating fibers: many callers are likely in flight. This one lets the
-          // other runnable fibers go first, so the calls they make queue behind it and commit with
-          // it. (A lone caller never waits for company.)
+    const submit =
+      (write: boolean, single: boolean) => <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
+        Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
+          if (closed) return Effect.interrupt
+          const job: Job = {
+            write,
+            single,
+            body,
+            deferred: Deferred.unsafeMake(fiber.id()),
+            exit: undefined,
+            cancelled: false
+          }
+          if (!busy) {
+            busy = true
+            if (!write) return runAlone(job)
+            const writer = fiber.id()
+            const alternating = lastWriter !== undefined && !Equal.equals(lastWriter, writer)
+            lastWriter = writer
+            if (!alternating) return runAlone(job)
+            // Writes from alternating fibers: many callers are likely in flight. This one lets the
+            // other runnable fibers go first, so the calls they make queue behind it and commit with
+            // it. (A lone caller never waits for company.)
+            pending.push(job)
+            return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
+          }
           pending.push(job)
-          return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
-        }
-        pending.push(job)
-        return Effect.onInterrupt(Deferred.await(job.deferred), () => Effect.sync(() => job.cancelled = true))
-      })
+          return Effect.onInterrupt(Deferred.await(job.deferred), () => Effect.sync(() => job.cancelled = true))
+        })
 
     return {
       read: submit(false, false),

@@ -1,9 +1,10 @@
-import { Effect, Either, ParseResult, Schema } from "effect"
+import type { ParseResult } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { ApprovalRequest, Resolution, Status } from "../ApprovalRequest.js"
 import { type AuditEvent, EventType, Outcome, UnsequencedEvent } from "../AuditEvent.js"
 import { Recorded, RuleRef, RuleSource, SessionScope } from "../Decision.js"
-import { SessionApproval } from "../SessionApproval.js"
 import { maxCallLimits } from "../Limits.js"
+import { SessionApproval } from "../SessionApproval.js"
 import { ToolCall } from "../ToolCall.js"
 import { isCleanText } from "./callText.js"
 import { fitsPortable } from "./canonical.js"
@@ -124,7 +125,15 @@ const ruleKeys = onlyKeys(["id", "source"])
 const isRule = (u: unknown) => isObject(u) && ruleKeys(u) && isString(u.id) && isRuleSource(u.source)
 
 const resolutionKeys = onlyKeys([
-  "status", "decision", "reason", "respondedBy", "editedArgs", "deniedBy", "scope", "sessionTtlMs", "sessionApprovalId",
+  "status",
+  "decision",
+  "reason",
+  "respondedBy",
+  "editedArgs",
+  "deniedBy",
+  "scope",
+  "sessionTtlMs",
+  "sessionApprovalId",
   "resolvedAt"
 ])
 const isResolution = (u: unknown) =>
@@ -134,8 +143,20 @@ const isResolution = (u: unknown) =>
   optional(u.sessionApprovalId, isString) && isNumber(u.resolvedAt)
 
 const requestKeys = onlyKeys([
-  "requestId", "toolCall", "argsDigest", "rule", "policyVersion", "sessionScope", "reason", "prompt",
-  "createdAt", "expiresAt", "status", "resolution", "consumedAt", "warnedAt"
+  "requestId",
+  "toolCall",
+  "argsDigest",
+  "rule",
+  "policyVersion",
+  "sessionScope",
+  "reason",
+  "prompt",
+  "createdAt",
+  "expiresAt",
+  "status",
+  "resolution",
+  "consumedAt",
+  "warnedAt"
 ])
 const isRequest = (u: unknown) =>
   isObject(u) && requestKeys(u) && isId(u.requestId) && isToolCall(u.toolCall) && isString(u.argsDigest) &&
@@ -144,8 +165,24 @@ const isRequest = (u: unknown) =>
   optional(u.resolution, isResolution) && optional(u.consumedAt, isNumber) && optional(u.warnedAt, isNumber)
 
 const eventKeys = onlyKeys([
-  "at", "type", "outcome", "sessionKey", "toolCallId", "toolName", "requestId", "rule", "ruleSource",
-  "policyVersion", "reason", "actor", "via", "sessionApprovalId", "args", "editedArgs", "elapsedMs", "expiresAt",
+  "at",
+  "type",
+  "outcome",
+  "sessionKey",
+  "toolCallId",
+  "toolName",
+  "requestId",
+  "rule",
+  "ruleSource",
+  "policyVersion",
+  "reason",
+  "actor",
+  "via",
+  "sessionApprovalId",
+  "args",
+  "editedArgs",
+  "elapsedMs",
+  "expiresAt",
   "enforced"
 ])
 const isEvent = (u: unknown) =>
@@ -158,8 +195,19 @@ const isEvent = (u: unknown) =>
   optional(u.enforced, isOutcome)
 
 const approvalKeys = onlyKeys([
-  "id", "sessionKey", "toolName", "scope", "argsDigest", "args", "workingDirectory", "grantedBy", "requestId",
-  "createdAt", "expiresAt", "revokedAt", "seq"
+  "id",
+  "sessionKey",
+  "toolName",
+  "scope",
+  "argsDigest",
+  "args",
+  "workingDirectory",
+  "grantedBy",
+  "requestId",
+  "createdAt",
+  "expiresAt",
+  "revokedAt",
+  "seq"
 ])
 const isApproval = (u: unknown) =>
   isObject(u) && approvalKeys(u) && isId(u.id) && isCallId(u.sessionKey) && isString(u.toolName) &&
@@ -319,22 +367,25 @@ export const decisions = (codecs: Codecs) => (rows: ReadonlyArray<Record<string,
 export const approvals = (codecs: Codecs) => (rows: ReadonlyArray<Record<string, unknown>>) =>
   readAll(rows, "approval", codecs.approval)
 
-export const events = (codecs: Codecs) =>
-(rows: ReadonlyArray<Record<string, unknown>>): Effect.Effect<Array<AuditEvent>, ParseResult.ParseError> => {
-  const out: Array<AuditEvent> = new Array(rows.length)
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!
-    const seq = dbInt(row.seq)
-    if (Either.isLeft(seq)) return Effect.fail(seq.left)
-    const event = codecs.event.read(row.event)
-    if (Either.isLeft(event)) return Effect.fail(event.left)
-    out[i] = { seq: seq.right, ...event.right }
+export const events =
+  (codecs: Codecs) =>
+  (rows: ReadonlyArray<Record<string, unknown>>): Effect.Effect<Array<AuditEvent>, ParseResult.ParseError> => {
+    const out: Array<AuditEvent> = new Array(rows.length)
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!
+      const seq = dbInt(row.seq)
+      if (Either.isLeft(seq)) return Effect.fail(seq.left)
+      const event = codecs.event.read(row.event)
+      if (Either.isLeft(event)) return Effect.fail(event.left)
+      out[i] = { seq: seq.right, ...event.right }
+    }
+    return Effect.succeed(out)
   }
-  return Effect.succeed(out)
-}
 
 /** `seq` of each row, ascending; a `NULL` (the `MAX` of an empty log) reads as 0. */
-export const seqs = (rows: ReadonlyArray<Record<string, unknown>>): Effect.Effect<Array<number>, ParseResult.ParseError> => {
+export const seqs = (
+  rows: ReadonlyArray<Record<string, unknown>>
+): Effect.Effect<Array<number>, ParseResult.ParseError> => {
   const out: Array<number> = new Array(rows.length)
   for (let i = 0; i < rows.length; i++) {
     const value = rows[i]!.seq

@@ -138,9 +138,9 @@ export const migrations = (t: Tables): Migrator.Loader =>
             )`
             yield* sql`INSERT INTO ${sql(t.eventSeq)} (id, last) SELECT 1, COALESCE(MAX(seq), 0) FROM ${sql(t.events)}`
             // quoted, as the table was created
-            const [serial] = yield* sql<{ readonly name: string | null }>`SELECT pg_get_serial_sequence(${
-              `"${t.events}"`
-            }, 'seq') AS name`
+            const [serial] = yield* sql<
+              { readonly name: string | null }
+            >`SELECT pg_get_serial_sequence(${`"${t.events}"`}, 'seq') AS name`
             yield* sql`ALTER TABLE ${sql(t.events)} ALTER COLUMN seq DROP DEFAULT`
             if (serial?.name) yield* sql`DROP SEQUENCE ${sql.literal(serial.name)}`
           }),

@@ -111,7 +111,9 @@ const serverNow = () => Date.now() + state.clockOffset
 // ---- signing in and out -----------------------------------------------------------------------
 
 function showLogin(message) {
-  for (const id of ["pending-count", "dismissed-toggle", "live", "identity", "sign-out", "read-only", "empty", "dismissed"]) {
+  for (
+    const id of ["pending-count", "dismissed-toggle", "live", "identity", "sign-out", "read-only", "empty", "dismissed"]
+  ) {
     $(id).hidden = true
   }
   $("login").hidden = false
@@ -323,7 +325,9 @@ function upsert(request) {
   const entry = makeCard(request)
   state.cards.set(requestId, entry)
   // oldest first within a session
-  const later = [...list.children].find((card) => state.requests.get(card.dataset.requestId).createdAt > request.createdAt)
+  const later = [...list.children].find((card) =>
+    state.requests.get(card.dataset.requestId).createdAt > request.createdAt
+  )
   list.insertBefore(entry.card, later ?? null)
   entry.card.hidden = state.dismissed.has(requestId)
 }
@@ -359,8 +363,18 @@ function makeCard(request) {
   field("asked", formatTime(request.createdAt))
   const card = el(
     "article",
-    { class: "request", "data-request-id": request.requestId, "aria-label": `${call.name} in session ${call.sessionKey}` },
-    el("header", {}, el("span", { class: "tool" }, call.name), el("span", { class: "request-id" }, request.requestId), timeLeft),
+    {
+      class: "request",
+      "data-request-id": request.requestId,
+      "aria-label": `${call.name} in session ${call.sessionKey}`
+    },
+    el(
+      "header",
+      {},
+      el("span", { class: "tool" }, call.name),
+      el("span", { class: "request-id" }, request.requestId),
+      timeLeft
+    ),
     meta,
     request.reason ? el("p", { class: "reason" }, request.reason) : undefined,
     el("pre", { class: "args" }, JSON.stringify(call.args, null, 2)),
@@ -433,17 +447,27 @@ function fillActions(card, request) {
   )
 
   actions.replaceChildren(
-    el("div", { class: "buttons" },
-      el("button", { type: "button", class: "primary", onclick: () => answer(card, id, { decision: "approve_once" }) }, "Approve once"),
-      el("span", { class: "joined" },
+    el(
+      "div",
+      { class: "buttons" },
+      el(
+        "button",
+        { type: "button", class: "primary", onclick: () => answer(card, id, { decision: "approve_once" }) },
+        "Approve once"
+      ),
+      el(
+        "span",
+        { class: "joined" },
         el("button", {
           type: "button",
           onclick: () => answer(card, id, { decision: "approve_session", scope: scope.value })
         }, "Approve for session"),
-        scope),
+        scope
+      ),
       el("button", { type: "button", onclick: () => openForm(denyForm, reason) }, "Deny…"),
       el("button", { type: "button", onclick: () => openForm(editForm, argsText) }, "Edit args…"),
-      later),
+      later
+    ),
     denyForm,
     editForm
   )

@@ -239,7 +239,10 @@ describe("Policy args", () => {
 
   it("a missing path means the rule does not match", () => {
     const p = Policy.unsafeMake({
-      deny: [{ tool: "t", args: { path: "*" } }, { tool: "u", args: { "a.b": "*" } }, { tool: "v", args: { "xs.5": 1 } }]
+      deny: [{ tool: "t", args: { path: "*" } }, { tool: "u", args: { "a.b": "*" } }, {
+        tool: "v",
+        args: { "xs.5": 1 }
+      }]
     })
     expect(p.evaluate(call("t", {}))._tag).toBe("Allow")
     expect(p.evaluate(call("t", { other: "x" }))._tag).toBe("Allow")
@@ -250,7 +253,9 @@ describe("Policy args", () => {
   })
 
   it("inherited properties are not arguments", () => {
-    const p = Policy.unsafeMake({ deny: [{ tool: "t", args: { constructor: "*" } }, { tool: "u", args: { "a.toString": "*" } }] })
+    const p = Policy.unsafeMake({
+      deny: [{ tool: "t", args: { constructor: "*" } }, { tool: "u", args: { "a.toString": "*" } }]
+    })
     expect(p.evaluate(call("t", {}))._tag).toBe("Allow")
     expect(p.evaluate(call("u", { a: {} }))._tag).toBe("Allow")
   })
@@ -289,7 +294,11 @@ describe("Policy.version", () => {
   })
 
   it("does not depend on key order or on spelled-out defaults", () => {
-    const reordered = Policy.unsafeMake({ deny: [{ args: { b: { d: 3, c: 2 }, a: 1 }, tool: "rm" }], ttlMs: 1000, default: "deny" })
+    const reordered = Policy.unsafeMake({
+      deny: [{ args: { b: { d: 3, c: 2 }, a: 1 }, tool: "rm" }],
+      ttlMs: 1000,
+      default: "deny"
+    })
     expect(reordered.version).toBe(Policy.unsafeMake(base).version)
     expect(Policy.unsafeMake({}).version).toBe(
       Policy.unsafeMake({ default: "allow", ttlMs: 300_000, allow: [], deny: [], requireApproval: [] }).version
@@ -299,8 +308,12 @@ describe("Policy.version", () => {
 
   it("changes when a rule changes", () => {
     const v = Policy.unsafeMake(base).version
-    expect(Policy.unsafeMake({ ...base, deny: [{ tool: "rm", args: { a: 2, b: { c: 2, d: 3 } } }] }).version).not.toBe(v)
-    expect(Policy.unsafeMake({ ...base, deny: [{ tool: "rm", args: { a: 1, b: { c: 2, d: 3 } }, reason: "r" }] }).version)
+    expect(Policy.unsafeMake({ ...base, deny: [{ tool: "rm", args: { a: 2, b: { c: 2, d: 3 } } }] }).version).not.toBe(
+      v
+    )
+    expect(
+      Policy.unsafeMake({ ...base, deny: [{ tool: "rm", args: { a: 1, b: { c: 2, d: 3 } }, reason: "r" }] }).version
+    )
       .not.toBe(v)
     expect(Policy.unsafeMake({ ...base, ttlMs: 1001 }).version).not.toBe(v)
     expect(Policy.unsafeMake({ ...base, default: "allow" }).version).not.toBe(v)

@@ -36,7 +36,9 @@ const tool = fc.oneof(oddString, fc.constantFrom("bash", "*", "read_*", "mcp__*"
 const argPattern = fc.oneof(
   value,
   oddString,
-  fc.record({ glob: fc.oneof(oddString, value), caseInsensitive: fc.oneof(fc.boolean(), value) }, { requiredKeys: ["glob"] }),
+  fc.record({ glob: fc.oneof(oddString, value), caseInsensitive: fc.oneof(fc.boolean(), value) }, {
+    requiredKeys: ["glob"]
+  }),
   fc.record({ shell: fc.oneof(oddString, value), caseInsensitive: fc.boolean() }, { requiredKeys: ["shell"] }),
   fc.record({ equals: value, glob: oddString }, { requiredKeys: ["equals"] })
 )
@@ -165,7 +167,13 @@ describe("policy decoder fuzz", () => {
     const json = `{"deny":[{"tool":"x","args":{"a":${"[".repeat(100_000)}${"]".repeat(100_000)}}}]}`
     const yamlFlow = `deny:\n  - tool: x\n    args:\n      a: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`
     const yamlBlock = Array.from({ length: 2_000 }, (_, i) => `${" ".repeat(i)}a:`).join("\n")
-    for (const result of [outcome(Policy.fromJson(json)), outcome(Policy.fromYaml(yamlFlow)), outcome(Policy.fromYaml(yamlBlock))]) {
+    for (
+      const result of [
+        outcome(Policy.fromJson(json)),
+        outcome(Policy.fromYaml(yamlFlow)),
+        outcome(Policy.fromYaml(yamlBlock))
+      ]
+    ) {
       expect(result).toBeInstanceOf(PolicyInvalid)
       expect((result as PolicyInvalid).problems[0]!.message).toMatch(/nested|levels deep/)
     }

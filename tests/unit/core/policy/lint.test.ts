@@ -37,18 +37,22 @@ describe("Policy lint: shadowed", () => {
   })
 
   it("when the shadowing rule's conditions are a subset of the shadowed rule's", () => {
-    expect(warningsOf({
-      deny: [{ tool: "bash", args: { command: "rm *" } }],
-      requireApproval: [
-        { tool: "bash", args: { command: "rm *", cwd: "/" } },
-        { tool: "bash", args: { command: "rm -rf *" } },
-        { tool: "bash", args: { command: "rm *" }, agent: "x" }
-      ]
-    }).map((w) => w.path)).toEqual(["requireApproval[0]", "requireApproval[1]", "requireApproval[2]"])
-    expect(warningsOf({
-      deny: [{ tool: "t", agent: "bot-*", args: { n: "4*", o: { a: 1, b: 2 } } }],
-      allow: [{ tool: "t", agent: "bot-7", args: { n: 42, o: { b: 2, a: 1 } } }]
-    }).map((w) => w.path)).toEqual(["allow[0]"])
+    expect(
+      warningsOf({
+        deny: [{ tool: "bash", args: { command: "rm *" } }],
+        requireApproval: [
+          { tool: "bash", args: { command: "rm *", cwd: "/" } },
+          { tool: "bash", args: { command: "rm -rf *" } },
+          { tool: "bash", args: { command: "rm *" }, agent: "x" }
+        ]
+      }).map((w) => w.path)
+    ).toEqual(["requireApproval[0]", "requireApproval[1]", "requireApproval[2]"])
+    expect(
+      warningsOf({
+        deny: [{ tool: "t", agent: "bot-*", args: { n: "4*", o: { a: 1, b: 2 } } }],
+        allow: [{ tool: "t", agent: "bot-7", args: { n: 42, o: { b: 2, a: 1 } } }]
+      }).map((w) => w.path)
+    ).toEqual(["allow[0]"])
   })
 })
 

@@ -7,7 +7,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 
 const examples = path.resolve(import.meta.dir, "../../../../examples")
-const load = (file: string) => Effect.runPromise(Effect.either(Policy.load(file)).pipe(Effect.provide(NodeFileSystem.layer)))
+const load = (file: string) =>
+  Effect.runPromise(Effect.either(Policy.load(file)).pipe(Effect.provide(NodeFileSystem.layer)))
 
 describe("Policy.load", () => {
   it("loads the example YAML and JSON policies, which are the same policy", async () => {

@@ -101,7 +101,9 @@ describe("{ shell } matcher on a deny rule", () => {
 
   it("is case-sensitive unless asked", () => {
     expect(decide("RM -RF /")).toBe("RequireApproval")
-    const policy = Policy.unsafeMake({ deny: [{ tool: "bash", args: { command: { shell: "rm -rf*", caseInsensitive: true } } }] })
+    const policy = Policy.unsafeMake({
+      deny: [{ tool: "bash", args: { command: { shell: "rm -rf*", caseInsensitive: true } } }]
+    })
     expect(policy.evaluate({ name: "bash", args: { command: "cd /; RM -RF /" } })._tag).toBe("Deny")
   })
 })
@@ -143,10 +145,14 @@ describe("{ glob } and { equals } matchers", () => {
   const decideOn = (name: string, args: Record<string, unknown>) => policy.evaluate({ name, args })._tag
 
   it("a case-insensitive glob matches any case of the text", () => {
-    for (const env of ["production", "PRODUCTION", " Prod ", "preprod"]) expect(decideOn("deploy", { env })).toBe("Deny")
+    for (const env of ["production", "PRODUCTION", " Prod ", "preprod"]) {
+      expect(decideOn("deploy", { env })).toBe("Deny")
+    }
     expect(decideOn("deploy", { env: "staging" })).toBe("Allow")
-    expect(Policy.unsafeMake({ deny: [{ tool: "deploy", args: { env: { glob: "prod*" } } }] })
-      .evaluate({ name: "deploy", args: { env: "PROD" } })._tag).toBe("Allow")
+    expect(
+      Policy.unsafeMake({ deny: [{ tool: "deploy", args: { env: { glob: "prod*" } } }] })
+        .evaluate({ name: "deploy", args: { env: "PROD" } })._tag
+    ).toBe("Allow")
   })
 
   it("equals compares exactly, even values that look like patterns or matchers", () => {
@@ -179,7 +185,10 @@ describe("matcher validation", () => {
       { path: "deny[0].args.b.glob", message: "expected a glob string" },
       { path: "deny[0].args.c", message: "a matcher takes one of glob, shell or equals, got glob and shell" },
       { path: "deny[0].args.d.caseInsensitive", message: "expected true or false" },
-      { path: "deny[0].args.e.flags", message: "unknown key (a matcher takes glob, shell or equals, and caseInsensitive)" },
+      {
+        path: "deny[0].args.e.flags",
+        message: "unknown key (a matcher takes glob, shell or equals, and caseInsensitive)"
+      },
       { path: "deny[0].args.f.caseInsensitive", message: "caseInsensitive applies to glob and shell, not equals" },
       { path: "deny[0].args.g.shell", message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)" }
     ])
@@ -193,7 +202,9 @@ deny:
       command: { shell: "rm -rf*" }
 `))
     expect(yaml.evaluate({ name: "bash", args: { command: "cd / && rm -rf /" } })._tag).toBe("Deny")
-    const json = Effect.runSync(Policy.fromJson(`{"deny":[{"tool":"deploy","args":{"env":{"glob":"prod*","caseInsensitive":true}}}]}`))
+    const json = Effect.runSync(
+      Policy.fromJson(`{"deny":[{"tool":"deploy","args":{"env":{"glob":"prod*","caseInsensitive":true}}}]}`)
+    )
     expect(json.evaluate({ name: "deploy", args: { env: "Production" } })._tag).toBe("Deny")
   })
 })
@@ -219,7 +230,13 @@ describe("the README's policy example", () => {
     const shell = Policy.unsafeMake({ deny: [{ tool: "bash", args: { command: { shell: "rm -rf*" } } }] })
     const judge = (policy: Policy.Policy, command: unknown) => policy.evaluate({ name: "bash", args: { command } })._tag
     expect(judge(plain, "rm -rf /")).toBe("Deny")
-    for (const command of [" rm -rf /", "rm -fr /", "rm -r -f /", "RM -RF /", "sudo rm -rf /", "cd / && rm -rf /", ["rm", "-rf", "/"]]) {
+    for (
+      const command of [" rm -rf /", "rm -fr /", "rm -r -f /", "RM -RF /", "sudo rm -rf /", "cd / && rm -rf /", [
+        "rm",
+        "-rf",
+        "/"
+      ]]
+    ) {
       expect([command, judge(plain, command)]).toEqual([command, "Allow"])
     }
     for (const command of [" rm -rf /", "sudo rm -rf /", "cd / && rm -rf /", ["rm", "-rf", "/"]]) {

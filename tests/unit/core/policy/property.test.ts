@@ -43,7 +43,11 @@ const referenceMatches = (rule: Rule, call: Policy.MatchInput): boolean => {
     const { found, value } = lookup(call.args, path)
     if (!found) return false
     if (typeof pattern === "string") {
-      const text = typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
+      const text = typeof value === "string"
+        ? value
+        : typeof value === "number" || typeof value === "boolean"
+        ? String(value)
+        : undefined
       return text !== undefined && globToRegExp(pattern).test(text)
     }
     return JSON.stringify(sorted(pattern)) === JSON.stringify(sorted(value))
@@ -51,7 +55,20 @@ const referenceMatches = (rule: Rule, call: Policy.MatchInput): boolean => {
 }
 
 const tools = ["bash", "BASH", "b*", "*sh", "?ash", "*", "read_file", "mcp__github__*", "task-?", "a\\*b"]
-const names = ["bash", "Bash", "bsh", "dash", "read_file", "READ_FILE", "mcp__github__create_issue", "task-1", "task-12", "zsh", "a*b", "axb"]
+const names = [
+  "bash",
+  "Bash",
+  "bsh",
+  "dash",
+  "read_file",
+  "READ_FILE",
+  "mcp__github__create_issue",
+  "task-1",
+  "task-12",
+  "zsh",
+  "a*b",
+  "axb"
+]
 
 const ruleArb: fc.Arbitrary<Rule> = fc.record(
   {
@@ -153,7 +170,9 @@ describe("Glob", () => {
   const patternArb = fc.array(fc.constantFrom("a", "b", "A", "*", "?", "\\*", "."), { maxLength: 6 }).map((parts) =>
     parts.join("")
   )
-  const textArb = fc.array(fc.constantFrom("a", "b", "A", "*", "?", "."), { maxLength: 7 }).map((parts) => parts.join(""))
+  const textArb = fc.array(fc.constantFrom("a", "b", "A", "*", "?", "."), { maxLength: 7 }).map((parts) =>
+    parts.join("")
+  )
 
   it("matches like the reference", () => {
     fc.assert(
@@ -166,18 +185,24 @@ describe("Glob", () => {
 
   it("inclusion is sound: when outer includes inner, outer matches all inner matches", () => {
     fc.assert(
-      fc.property(patternArb, patternArb, fc.array(textArb, { minLength: 20, maxLength: 20 }), (outer, inner, texts) => {
-        const o = Glob.compile(outer)
-        const i = Glob.compile(inner)
-        if (!Glob.includes(o.tokens, i.tokens)) return
-        for (const text of texts) if (i.test(text)) expect(o.test(text)).toBe(true)
-      }),
+      fc.property(
+        patternArb,
+        patternArb,
+        fc.array(textArb, { minLength: 20, maxLength: 20 }),
+        (outer, inner, texts) => {
+          const o = Glob.compile(outer)
+          const i = Glob.compile(inner)
+          if (!Glob.includes(o.tokens, i.tokens)) return
+          for (const text of texts) if (i.test(text)) expect(o.test(text)).toBe(true)
+        }
+      ),
       { numRuns: 5000 }
     )
   })
 
   it("inclusion finds the common cases", () => {
-    const includes = (outer: string, inner: string) => Glob.includes(Glob.compile(outer).tokens, Glob.compile(inner).tokens)
+    const includes = (outer: string, inner: string) =>
+      Glob.includes(Glob.compile(outer).tokens, Glob.compile(inner).tokens)
     expect(includes("*", "anything*")).toBe(true)
     expect(includes("ba*", "bash")).toBe(true)
     expect(includes("ba*", "ba?h*")).toBe(true)

@@ -59,8 +59,42 @@ describe("{ shell } matcher properties", () => {
 
 describe("{ shell } matcher on arbitrary input", () => {
   const piece = fc.oneof(
-    fc.constantFrom("'", "\"", "\\", "$", "(", ")", "`", "#", "\n", ";", "&", "|", "<", ">", "{", "}", "*", "?", "=", " "),
-    fc.constantFrom("\ud800", "\udc00", "\u0000", "\u202e", "\u00a0", "$'", "<<", "${", "$((", "sh -c", "sudo", "rm -rf /"),
+    fc.constantFrom(
+      "'",
+      "\"",
+      "\\",
+      "$",
+      "(",
+      ")",
+      "`",
+      "#",
+      "\n",
+      ";",
+      "&",
+      "|",
+      "<",
+      ">",
+      "{",
+      "}",
+      "*",
+      "?",
+      "=",
+      " "
+    ),
+    fc.constantFrom(
+      "\ud800",
+      "\udc00",
+      "\u0000",
+      "\u202e",
+      "\u00a0",
+      "$'",
+      "<<",
+      "${",
+      "$((",
+      "sh -c",
+      "sudo",
+      "rm -rf /"
+    ),
     fc.string({ unit: "binary", minLength: 1, maxLength: 3 })
   )
   const line = fc.array(piece, { maxLength: 30 }).map((pieces) => pieces.join(""))
@@ -73,8 +107,9 @@ describe("{ shell } matcher on arbitrary input", () => {
         const same = (pattern: string) => {
           const denyTag = Policy.unsafeMake({ deny: [{ tool: "t", args: { c: { shell: pattern } } }] })
             .evaluate({ name: "t", args: { c: input } })._tag
-          const allowTag = Policy.unsafeMake({ default: "deny", allow: [{ tool: "t", args: { c: { shell: pattern } } }] })
-            .evaluate({ name: "t", args: { c: input } })._tag
+          const allowTag =
+            Policy.unsafeMake({ default: "deny", allow: [{ tool: "t", args: { c: { shell: pattern } } }] })
+              .evaluate({ name: "t", args: { c: input } })._tag
           // whatever the allow side accepts, the deny side catches
           if (allowTag === "Allow") expect(denyTag).toBe("Deny")
         }

@@ -23,7 +23,9 @@ describe("Policy ttlMs is a whole number of ms from 1 to a year", () => {
   })
 
   it("refuses YAML .inf and .nan and a non-number, naming the path", () => {
-    expect(problemsOf(Policy.fromYaml("ttlMs: .inf\nrequireApproval:\n  - tool: bash\n    ttlMs: .nan\n")).map((p) => p.path))
+    expect(
+      problemsOf(Policy.fromYaml("ttlMs: .inf\nrequireApproval:\n  - tool: bash\n    ttlMs: .nan\n")).map((p) => p.path)
+    )
       .toEqual(["ttlMs", "requireApproval[0].ttlMs"])
     expect(problemsOf(Policy.fromYaml("ttlMs: -.inf\n")).map((p) => p.path)).toEqual(["ttlMs"])
     expect(problemsOf(Policy.make({ ttlMs: "300000" }))).toEqual([
@@ -34,6 +36,9 @@ describe("Policy ttlMs is a whole number of ms from 1 to a year", () => {
   it("accepts the bounds themselves", () => {
     const policy = Policy.unsafeMake({ ttlMs: 1, requireApproval: [{ tool: "bash", ttlMs: Limits.maxTtlMs }] })
     expect(policy.ttlMs).toBe(1)
-    expect(policy.evaluate({ name: "bash", args: {} })).toMatchObject({ _tag: "RequireApproval", ttlMs: Limits.maxTtlMs })
+    expect(policy.evaluate({ name: "bash", args: {} })).toMatchObject({
+      _tag: "RequireApproval",
+      ttlMs: Limits.maxTtlMs
+    })
   })
 })

@@ -34,7 +34,10 @@ describe("Policy.make validation", () => {
       { path: "deny[2].colour", message: "unknown key" },
       { path: "deny[3]", message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)" },
       { path: "requireApproval[3].args.path", message: "expected a glob string or a JSON value" },
-      { path: "requireApproval[3].ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got 1.5" },
+      {
+        path: "requireApproval[3].ttlMs",
+        message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got 1.5"
+      },
       { path: "requireApproval[3].sessionScope", message: "expected \"exact\" | \"tool\"" },
       {
         path: "requireApproval[3].args[\"a..b\"]",
@@ -44,7 +47,9 @@ describe("Policy.make validation", () => {
       { path: "allow[1].tool", message: "is required" },
       { path: "allow[2].agent", message: "expected a glob string" }
     ])
-    expect(error.message).toStartWith("Invalid policy: default: expected \"allow\" | \"deny\" | \"requireApproval\"; ttlMs:")
+    expect(error.message).toStartWith(
+      "Invalid policy: default: expected \"allow\" | \"deny\" | \"requireApproval\"; ttlMs:"
+    )
     expect(error.message).not.toContain("    at ")
   })
 
@@ -64,16 +69,25 @@ describe("Policy.make validation", () => {
   })
 
   it("refuses non-finite numbers", () => {
-    expect(problemsOf(Policy.make({ ttlMs: Infinity, deny: [{ tool: "x", args: { n: NaN, m: [1, Infinity] } }] })).problems)
+    expect(
+      problemsOf(Policy.make({ ttlMs: Infinity, deny: [{ tool: "x", args: { n: NaN, m: [1, Infinity] } }] })).problems
+    )
       .toEqual([
-        { path: "ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity" },
+        {
+          path: "ttlMs",
+          message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity"
+        },
         { path: "deny[0].args.n", message: "expected a glob string or a JSON value" },
         { path: "deny[0].args.m", message: "expected a glob string or a JSON value" }
       ])
   })
 
   it("refuses empty and reserved ids, and ids that collide with generated ones", () => {
-    expect(problemsOf(Policy.make({ deny: [{ id: "", tool: "a" }, { id: "default", tool: "b" }, "c", { id: "deny[2]", tool: "d" }] })).problems)
+    expect(
+      problemsOf(
+        Policy.make({ deny: [{ id: "", tool: "a" }, { id: "default", tool: "b" }, "c", { id: "deny[2]", tool: "d" }] })
+      ).problems
+    )
       .toEqual([
         { path: "deny[0].id", message: "must not be empty" },
         { path: "deny[1].id", message: "\"default\" is reserved for the policy default" },
@@ -82,11 +96,20 @@ describe("Policy.make validation", () => {
   })
 
   it("checks agent, intent and args globs too", () => {
-    expect(problemsOf(Policy.make({ requireApproval: [{ tool: "x", agent: "", intent: "a\\", args: { p: "\\" } }] })).problems)
+    expect(
+      problemsOf(Policy.make({ requireApproval: [{ tool: "x", agent: "", intent: "a\\", args: { p: "\\" } }] }))
+        .problems
+    )
       .toEqual([
         { path: "requireApproval[0].agent", message: "must not be empty" },
-        { path: "requireApproval[0].intent", message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)" },
-        { path: "requireApproval[0].args.p", message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)" }
+        {
+          path: "requireApproval[0].intent",
+          message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)"
+        },
+        {
+          path: "requireApproval[0].args.p",
+          message: "ends with a dangling \\ escape (write \\\\ for a literal backslash)"
+        }
       ])
   })
 
@@ -182,7 +205,10 @@ describe("Policy.fromYaml", () => {
   it("refuses an empty document and infinite numbers", () => {
     expect(problemsOf(Policy.fromYaml("")).problems[0].path).toBe("")
     expect(problemsOf(Policy.fromYaml("ttlMs: .inf\ndeny:\n  - tool: x\n    args: { n: .nan }\n")).problems).toEqual([
-      { path: "ttlMs", message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity" },
+      {
+        path: "ttlMs",
+        message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity"
+      },
       { path: "deny[0].args.n", message: "expected a glob string or a JSON value" }
     ])
   })

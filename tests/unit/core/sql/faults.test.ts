@@ -3,11 +3,11 @@
  * mid-answer. Each is a `PersistenceError` (never a raw `SqlError`), the caller can retry, and the
  * tables hold nothing half-written.
  */
-import { describe as bunDescribe, expect } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore as Store } from "@tool-gate/core"
-import { Database } from "bun:sqlite"
 import { PersistenceError } from "@tool-gate/core/ToolGateError"
+import { Database } from "bun:sqlite"
+import { describe as bunDescribe, expect } from "bun:test"
 import { Context, Effect, Fiber, Layer } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"

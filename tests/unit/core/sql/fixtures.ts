@@ -51,7 +51,15 @@ export const approval = (r: ApprovalRequest.ApprovalRequest, actor: string): App
 })
 
 export const decision = (n: number, sessionKey = "s1") =>
-  event({ at: 2_000 + n, type: "decision", outcome: "allow", sessionKey, toolCallId: `d_${n}`, toolName: "LS", via: "policy" })
+  event({
+    at: 2_000 + n,
+    type: "decision",
+    outcome: "allow",
+    sessionKey,
+    toolCallId: `d_${n}`,
+    toolName: "LS",
+    via: "policy"
+  })
 
 export const grant = (n: number, sessionKey = "s1"): Store.NewSessionApproval =>
   Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({

@@ -4,11 +4,11 @@
  * and a log that a tailer reads in commit order. On SQLite, and on PostgreSQL when
  * `TOOLGATE_PG_URL` is set.
  */
-import { describe as bunDescribe, expect } from "bun:test"
-import type { ApprovalStore as Store } from "@tool-gate/core"
-import { SqlApprovalStore } from "@tool-gate/core"
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
+import type { ApprovalStore as Store } from "@tool-gate/core"
+import { SqlApprovalStore } from "@tool-gate/core"
+import { describe as bunDescribe, expect } from "bun:test"
 import { Chunk, Deferred, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
@@ -89,7 +89,9 @@ const suite = (name: string, opener: Opener) =>
         )
         for (const [x, y] of results) {
           expect([x!._tag, y!._tag].sort()).toEqual(["Created", "Existing"])
-          expect(x!._tag !== "Decided" && x!._tag !== "Covered" && y!._tag !== "Decided" && y!._tag !== "Covered").toBe(true)
+          expect(x!._tag !== "Decided" && x!._tag !== "Covered" && y!._tag !== "Decided" && y!._tag !== "Covered").toBe(
+            true
+          )
           expect((x as { request: unknown }).request).toEqual((y as { request: unknown }).request)
         }
         expect(yield* a!.listPending()).toHaveLength(20)
@@ -157,10 +159,12 @@ describe("SqlApprovalStore change feed", () => {
         )
       })
       const dir = yield* tempDir
-      const { store } = yield* open(SqlApprovalStore.layer().pipe(
-        Layer.provide(feed),
-        Layer.provideMerge(sqliteClient(join(dir, "toolgate.db")))
-      ))
+      const { store } = yield* open(
+        SqlApprovalStore.layer().pipe(
+          Layer.provide(feed),
+          Layer.provideMerge(sqliteClient(join(dir, "toolgate.db")))
+        )
+      )
       expect(yield* Ref.get(running)).toBe(0)
       const received = yield* Deferred.make<ReadonlyArray<number>>()
       yield* Effect.scoped(Effect.gen(function*() {

@@ -3,8 +3,8 @@
  * decode cache returns what the Schemas decode. These properties are what allow the store to skip
  * `Schema.encode` on write and, for text this process wrote, `Schema.decode` on read.
  */
-import { describe, expect, test } from "bun:test"
 import { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { describe, expect, test } from "bun:test"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
 import * as Rows from "../../../../packages/core/src/internal/sqlRows.js"
 

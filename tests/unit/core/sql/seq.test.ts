@@ -3,16 +3,16 @@
  * by the caller's transaction, and on PostgreSQL writers whose connection is terminated in the
  * middle of their transaction, leave no hole between the committed events.
  */
-import { describe as bunDescribe, expect } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlError } from "@effect/sql/SqlError"
 import type { ApprovalStore as Store } from "@tool-gate/core"
+import { describe as bunDescribe, expect } from "bun:test"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { join } from "node:path"
+import { migrations, tables } from "../../../../packages/core/src/internal/sqlSchema.js"
 import { describe, it } from "../../../support/effectTest.js"
 import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
-import { migrations, tables } from "../../../../packages/core/src/internal/sqlSchema.js"
 import { decision, open } from "./fixtures.js"
 
 class Aborted {
@@ -39,7 +39,9 @@ const rolledBack = (store: Store.Service, sql: SqlClient.SqlClient, n: number) =
         Effect.zipRight(store.append([decision(100 * i + 1), decision(100 * i + 2)]), Effect.fail(new Aborted()))
       ))
       expect(aborted).toBeInstanceOf(Aborted)
-      yield* Effect.flip(sql.withTransaction(Effect.zipRight(store.append([decision(100 * i + 3)]), Effect.fail(new Aborted()))))
+      yield* Effect.flip(
+        sql.withTransaction(Effect.zipRight(store.append([decision(100 * i + 3)]), Effect.fail(new Aborted())))
+      )
     }
     yield* store.append([decision(99_999), decision(99_998)])
     return committed + 2
@@ -99,9 +101,13 @@ const pgSuite = (url: string) =>
     it.live("another table prefix: the counter numbers its events and no sequence is left behind", () =>
       Effect.gen(function*() {
         const schemaUrl = yield* pgSchema(url)
-        const { sql, store } = yield* open(pgStoreOver(pgClient(schemaUrl), "toolgate_test_seq_prefix", { tablePrefix: "gate_" }))
+        const { sql, store } = yield* open(
+          pgStoreOver(pgClient(schemaUrl), "toolgate_test_seq_prefix", { tablePrefix: "gate_" })
+        )
         expect((yield* store.append([decision(1), decision(2)])).map((e) => e.seq)).toEqual([1, 2])
-        expect(yield* sql`SELECT relname FROM pg_class WHERE relkind = 'S' AND relnamespace = current_schema()::regnamespace`)
+        expect(
+          yield* sql`SELECT relname FROM pg_class WHERE relkind = 'S' AND relnamespace = current_schema()::regnamespace`
+        )
           .toEqual([])
       }))
 
@@ -114,7 +120,8 @@ const pgSuite = (url: string) =>
           loader: Effect.map(migrations(tables("toolgate_")), (all) => all.filter(([id]) => id <= 3)),
           table: "toolgate_migrations"
         }).pipe(Effect.provideService(SqlClient.SqlClient, admin))
-        const oldInsert = admin`INSERT INTO toolgate_events (at, type, outcome, event) VALUES (1, 'decision', 'allow', '{}')`
+        const oldInsert =
+          admin`INSERT INTO toolgate_events (at, type, outcome, event) VALUES (1, 'decision', 'allow', '{}')`
         yield* oldInsert
         yield* oldInsert
         yield* Effect.flip(admin.withTransaction(Effect.zipRight(oldInsert, Effect.fail(new Aborted()))))

@@ -1,5 +1,5 @@
-import { expect } from "bun:test"
 import { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Arbitrary, Effect, Either, FastCheck as fc, Option, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
@@ -13,7 +13,9 @@ describe("SqlApprovalStore storage (SQLite)", () => {
   it.live("migrations are idempotent: a file opens again (and twice at once) with its rows intact", () =>
     Effect.gen(function*() {
       const file = join(yield* tempDir, "toolgate.db")
-      yield* Effect.scoped(Effect.flatMap(openFile(file), ({ store }) => store.createRequest(request(1), requested(request(1)))))
+      yield* Effect.scoped(
+        Effect.flatMap(openFile(file), ({ store }) => store.createRequest(request(1), requested(request(1))))
+      )
       const { sql, store } = yield* openFile(file)
       yield* openFile(file)
       expect(yield* store.getRequest(request(1).requestId)).toEqual(Option.some(request(1)))
@@ -84,9 +86,13 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       expect(stored).toEqual(result.request)
       expect(stored.toolCall.args).toEqual({ command: "make 1", env: { CI: true, depth: [1, { x: null }] } })
 
-      const events = yield* sql<{ seq: number; tool_name: string; event: string }>`SELECT * FROM toolgate_events ORDER BY seq`
+      const events = yield* sql<
+        { seq: number; tool_name: string; event: string }
+      >`SELECT * FROM toolgate_events ORDER BY seq`
       expect(events.map((e) => [e.seq, e.tool_name])).toEqual([[1, "bash"], [2, "bash"], [3, "ls"]])
-      const decoded = events.map((e) => Schema.decodeUnknownSync(Schema.parseJson(AuditEvent.UnsequencedEvent))(e.event))
+      const decoded = events.map((e) =>
+        Schema.decodeUnknownSync(Schema.parseJson(AuditEvent.UnsequencedEvent))(e.event)
+      )
       expect(decoded[0]!.toolName).toBe("Bash")
       expect(decoded.map((e, i) => ({ seq: events[i]!.seq, ...e }))).toEqual([...(yield* store.events())])
       expect(decoded[2]).toEqual(decision(1))

@@ -8,11 +8,11 @@
  * Each test runs two gates on one store (memory, a SQLite file, a PostgreSQL schema), as two
  * processes sharing a database would.
  */
-import { expect } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore } from "@tool-gate/core"
 import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ApprovalStore as Store } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Clock, Context, Duration, Effect, Either, Layer, type Scope } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
@@ -20,7 +20,11 @@ import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDi
 
 const agentPolicy = Policy.unsafeMake({
   deny: [{ id: "no-rm", tool: "bash", args: { command: "rm *" }, reason: "no deletions" }],
-  requireApproval: [{ id: "ask-bash", tool: "bash", ttlMs: 60_000 }, { id: "ask-deploy", tool: "deploy", sessionScope: "tool" }]
+  requireApproval: [{ id: "ask-bash", tool: "bash", ttlMs: 60_000 }, {
+    id: "ask-deploy",
+    tool: "deploy",
+    sessionScope: "tool"
+  }]
 })
 // An approver's process holding a stale or laxer policy: it would let the deletion through.
 const laxPolicy = Policy.unsafeMake({ requireApproval: ["bash", "deploy"] })
@@ -30,7 +34,11 @@ interface Backend {
   readonly name: string
   readonly pair: (
     options?: { readonly clock?: "database" | "caller" }
-  ) => Effect.Effect<readonly [Layer.Layer<ApprovalStore.ApprovalStore>, Layer.Layer<ApprovalStore.ApprovalStore>], never, Scope.Scope>
+  ) => Effect.Effect<
+    readonly [Layer.Layer<ApprovalStore.ApprovalStore>, Layer.Layer<ApprovalStore.ApprovalStore>],
+    never,
+    Scope.Scope
+  >
   /** runs a statement on the database (SQL stores only) */
   readonly exec?: (statement: string) => Effect.Effect<void, never, Scope.Scope>
 }
@@ -48,8 +56,7 @@ const sqlite: Backend = {
 
 const memory: Backend = {
   name: "memory",
-  pair: () =>
-    Effect.map(Layer.memoize(Store.layerMemory), (shared) => [shared, shared] as const)
+  pair: () => Effect.map(Layer.memoize(Store.layerMemory), (shared) => [shared, shared] as const)
 }
 
 const postgres = (url: string): Backend => ({
@@ -104,7 +111,9 @@ for (const backend of backends) {
           editedArgs: { command: "rm -rf /" }
         })
         expect(answered.status).toBe("approved")
-        const outcome = yield* Effect.either(agent.gate(call, (allowed) => Effect.sync(() => ran.push(allowed.call.args))))
+        const outcome = yield* Effect.either(
+          agent.gate(call, (allowed) => Effect.sync(() => ran.push(allowed.call.args)))
+        )
         expect(Either.isLeft(outcome) && outcome.left._tag === "ToolDenied" && outcome.left.outcome).toBe("policy")
         expect(ran).toEqual([])
         // asked again: still denied, and audited once
@@ -174,7 +183,9 @@ for (const backend of sqlBackends) {
         expect(Either.isLeft(answer) && answer.left._tag).toBe("RequestExpired")
         const settled = yield* agent.getRequest(pause.requestId)
         expect(settled.status).toBe("expired")
-        const ran = yield* Effect.either(agent.gate({ id: "late", name: "bash", sessionKey: "s", args: {} }, () => Effect.void))
+        const ran = yield* Effect.either(
+          agent.gate({ id: "late", name: "bash", sessionKey: "s", args: {} }, () => Effect.void)
+        )
         expect(Either.isLeft(ran) && ran.left._tag === "ToolDenied" && ran.left.outcome).toBe("expired")
       }))
 

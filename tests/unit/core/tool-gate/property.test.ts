@@ -1,6 +1,6 @@
+import { Policy, ToolGate } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Effect, FastCheck as fc } from "effect"
-import { Policy, ToolGate } from "@tool-gate/core"
 
 const names = ["bash", "Bash", "deploy", "task-run", "task-list", "mcp__github__push", "read_file", "rm"]
 const patterns = ["bash", "BASH", "deploy", "task-*", "*", "mcp__github__*", "read_?ile", "r*", "*list"]
@@ -30,17 +30,27 @@ const runWithGate = <A, E>(policy: Policy.Policy, body: (gate: ToolGate.Service)
 describe("ToolGate properties", () => {
   test("decisions follow deny > requireApproval > allow > default; a matching deny always wins over session approvals", async () => {
     await fc.assert(
-      fc.asyncProperty(policyArb, callsArb, fc.array(fc.constantFrom(...names), { maxLength: 4 }), async (input, calls, granted) => {
-        const policy = Policy.unsafeMake(input)
-        await runWithGate(policy, (gate) =>
-          Effect.gen(function*() {
-            for (const name of granted) yield* gate.recordApproval(name, "s1", true)
-            for (const [i, c] of calls.entries()) {
-              const decision = yield* gate.evaluate({ id: `c${i}`, name: c.name, sessionKey: "s1", args: { v: c.arg } })
-              expect(decision._tag).toBe(oracle(input, c.name, granted))
-            }
-          }))
-      }),
+      fc.asyncProperty(
+        policyArb,
+        callsArb,
+        fc.array(fc.constantFrom(...names), { maxLength: 4 }),
+        async (input, calls, granted) => {
+          const policy = Policy.unsafeMake(input)
+          await runWithGate(policy, (gate) =>
+            Effect.gen(function*() {
+              for (const name of granted) yield* gate.recordApproval(name, "s1", true)
+              for (const [i, c] of calls.entries()) {
+                const decision = yield* gate.evaluate({
+                  id: `c${i}`,
+                  name: c.name,
+                  sessionKey: "s1",
+                  args: { v: c.arg }
+                })
+                expect(decision._tag).toBe(oracle(input, c.name, granted))
+              }
+            }))
+        }
+      ),
       { numRuns: 150 }
     )
   })
@@ -77,7 +87,12 @@ describe("ToolGate properties", () => {
   })
 })
 
-type Input = { default: "allow" | "deny" | "requireApproval"; deny: Array<string>; requireApproval: Array<string>; allow: Array<string> }
+type Input = {
+  default: "allow" | "deny" | "requireApproval"
+  deny: Array<string>
+  requireApproval: Array<string>
+  allow: Array<string>
+}
 
 const oracle = (input: Input, name: string, granted: Array<string>): "Allow" | "Deny" | "RequireApproval" => {
   const hit = (list: Array<string>) => list.some((p) => globMatches(p, name))

@@ -1,5 +1,5 @@
-import { expect } from "bun:test"
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { expect } from "bun:test"
 import { Effect, Layer, TestClock } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
 
