@@ -34,8 +34,10 @@ import { pgSchema, pgUrl } from "../support/sqlStores.js"
 export const installLines = {
   /** the library on Node (SQLite through better-sqlite3) */
   node: ["effect@^3.22.0", "@effect/platform@^0.97.0", "@effect/sql@^0.52.0", "@effect/sql-sqlite-node@^0.53.0"],
-  /** what the Bun line adds to the Node one */
+  /** what the Bun line adds to the Node one (`bun add`; see the Bun test for how npm places it) */
   bun: [],
+  /** Bun's SQLite driver, which `bun add` installs beside the Node line */
+  bunDriver: ["@effect/sql-sqlite-bun@^0.50.2"],
   /** with PostgreSQL */
   postgres: ["@effect/sql-pg@^0.53.0"],
   /** with PostgreSQL in TypeScript with `skipLibCheck` off: `@effect/sql-pg`'s declarations import `pg` */
@@ -215,7 +217,7 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
           "--no-audit",
           "--no-fund",
           ...files,
-          ...Object.values(installLines).flat()
+          ...Object.entries(installLines).flatMap(([line, specs]) => line === "bunDriver" ? [] : specs)
         ],
         app,
         cleanEnv({ npm_config_better_sqlite3_local_prebuilds: local.dir })
@@ -330,6 +332,19 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
 
   test("the same consumer runs under Bun", async () => {
     const env = await consumerEnv()
+    // Bun's installer puts one copy of the driver beside the app's Effect packages, though its
+    // peer ranges name an older Effect 3 minor; npm refuses that (ERESOLVE), so the test places
+    // the driver's tarball the way `bun add` does.
+    for (const spec of installLines.bunDriver) {
+      const packed = succeeded(
+        `npm pack ${spec}`,
+        await run([npm!, "pack", spec, "--pack-destination", scratch], scratch)
+      )
+      const tarball = join(scratch, packed.stdout.trim().split("\n").at(-1)!)
+      const target = join(app, "node_modules", spec.slice(0, spec.lastIndexOf("@")))
+      mkdirSync(target, { recursive: true })
+      succeeded("tar xzf", await run(["tar", "xzf", tarball, "-C", target, "--strip-components=1"], scratch))
+    }
     const result = succeeded("bun consumer.ts", await run([bun, "consumer.ts"], app, env))
     expect(result.stdout.trim()).toBe(expected(pgUrl !== undefined))
   }, 120_000)
