@@ -30,9 +30,8 @@
  *
  * @since 0.1.0
  */
-import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import type { Fragment } from "@effect/sql/Statement"
 import { Clock, Context, Effect, Layer, Option, type ParseResult, Queue, RcRef, Stream } from "effect"
@@ -50,10 +49,11 @@ import {
 } from "./ApprovalStore.js"
 import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
 import * as Batcher from "./internal/sqlBatcher.js"
+import { boundary } from "./internal/sqlBoundary.js"
 import * as Rows from "./internal/sqlRows.js"
 import { lockKey, migrate, migrations, retryOpen, tables } from "./internal/sqlSchema.js"
 import { covers, type SessionApproval } from "./SessionApproval.js"
-import { PersistenceError } from "./ToolGateError.js"
+import type { PersistenceError } from "./ToolGateError.js"
 
 /**
  * How a store learns that other processes may have grown the log.
@@ -193,21 +193,6 @@ export interface Options {
 }
 
 type Failure = SqlError | ParseResult.ParseError
-
-/**
- * Maps every database failure to `PersistenceError`, including the ones `@effect/sql` raises as
- * defects: a failed COMMIT, and a failed migration.
- */
-const boundary =
-  (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
-    self.pipe(
-      Effect.catchSomeDefect((defect) =>
-        defect instanceof SqlError || defect instanceof Migrator.MigrationError
-          ? Option.some(Effect.fail(defect))
-          : Option.none()
-      ),
-      Effect.mapError((cause) => new PersistenceError({ operation, cause }))
-    )
 
 /**
  * Opens the store: sets SQLite up (busy timeout, WAL), runs the migrations, and returns the

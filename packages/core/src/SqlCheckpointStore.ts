@@ -17,11 +17,11 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Option, Schema } from "effect"
 import { CheckpointStore, type Row, type Service } from "./CheckpointStore.js"
+import { boundary } from "./internal/sqlBoundary.js"
 import { lockKey, migrate, retryOpen } from "./internal/sqlSchema.js"
-import { PersistenceError } from "./ToolGateError.js"
+import type { PersistenceError } from "./ToolGateError.js"
 
 /**
  * @since 0.1.0
@@ -50,17 +50,6 @@ const decodeClaims = Schema.decodeUnknown(Schema.Array(Schema.Struct({ claims: D
 class Taken {
   readonly _tag = "Taken"
 }
-
-const boundary =
-  (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, PersistenceError, R> =>
-    self.pipe(
-      Effect.catchSomeDefect((defect) =>
-        defect instanceof SqlError || defect instanceof Migrator.MigrationError
-          ? Option.some(Effect.fail(defect))
-          : Option.none()
-      ),
-      Effect.mapError((cause) => new PersistenceError({ operation, cause }))
-    )
 
 /**
  * @since 0.1.0
