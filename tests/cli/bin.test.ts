@@ -80,7 +80,15 @@ const installed = (args: ReadonlyArray<string>, options: { readonly cwd: string;
 describe.skipIf(offline)("the installed toolgate bin", () => {
   test("the installed bin is the bundle, with the console's files beside it and the SQLite driver", () => {
     const pkg = join(prefix, "lib", "node_modules", "@tool-gate", "cli")
-    expect(readdirSync(pkg).sort()).toEqual(["LICENSE", "README.md", "dist", "node_modules", "package.json", "src"])
+    expect(readdirSync(pkg).sort()).toEqual([
+      "CHANGELOG.md",
+      "LICENSE",
+      "README.md",
+      "dist",
+      "node_modules",
+      "package.json",
+      "src"
+    ])
     expect(readdirSync(join(pkg, "dist", "console")).sort()).toEqual(["console.css", "console.js", "index.html"])
     expect(statSync(join(prefix, "bin", "toolgate")).isFile()).toBe(true)
     // what the installed bin links to: the bundle itself, no launcher that could build
