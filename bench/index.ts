@@ -46,8 +46,9 @@ const loadTargets: ReadonlyArray<Target> = [
 ]
 
 const targets: Record<string, ReadonlyArray<Target>> = {
-  "W1 pure evaluator": [{ figure: "decisionsPerSec", op: ">=", value: 1_000_000 }],
-  "W1 ToolGate service": [{ figure: "decisionsPerSec", op: ">=", value: 300_000 }],
+  // the goals of docs/benchmarks.md: 10M/s pure, 1M/s through the service
+  "W1 pure evaluator": [{ figure: "decisionsPerSec", op: ">=", value: 10_000_000 }],
+  "W1 ToolGate service": [{ figure: "decisionsPerSec", op: ">=", value: 1_000_000 }],
   "W2 SQLite": [
     { figure: "sequentialRoundTripsPerSec", op: ">=", value: 5_000 },
     { figure: "concurrentRoundTripsPerSec", op: ">=", value: 5_000 }
