@@ -139,7 +139,7 @@ const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
     ),
     {
       contentType: "text/event-stream",
-      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
     }
   )
 
