@@ -113,10 +113,12 @@ export const Cleared = Schema.Struct({ sessionKey: Schema.String, cleared: Schem
   identifier: "Cleared"
 })
 
-const SeqParam = Schema.NumberFromString.pipe(
-  Schema.int(),
-  Schema.nonNegative(),
-  Schema.annotations({ description: "an audit sequence number (`seq`)" })
+// Decimal digits only: NumberFromString would also read "1e3", "0x1", " 1" and "1.0".
+const SeqParam = Schema.String.pipe(
+  Schema.pattern(/^(0|[1-9][0-9]*)$/, { message: () => "expected a decimal integer (digits only, no leading zero)" }),
+  Schema.compose(Schema.NumberFromString),
+  Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER),
+  Schema.annotations({ description: "an audit sequence number (`seq`): decimal digits, at most 2^53 - 1" })
 )
 // NumberFromString alone reads "Infinity" and "NaN"
 const TimeParam = Schema.NumberFromString.pipe(

@@ -139,7 +139,7 @@ const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
     ),
     {
       contentType: "text/event-stream",
-      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
     }
   )
 
@@ -257,7 +257,8 @@ const unreadableBody = (limitBytes: number) =>
  * Request bodies of at most `limitBytes`: a larger declared `Content-Length` is refused before
  * anything is read, and a body that grows past the limit while streaming is cut off; both 413.
  * Bodies that are not JSON become a 400 `HttpApiDecodeError` (the platform would otherwise answer
- * an empty 400 from a defect).
+ * an empty 400 from a defect). A request that has a body has it read whole before its handler
+ * runs, so one whose body cannot be read (a malformed chunked encoding) changes nothing.
  *
  * @since 0.1.0
  * @category layers
@@ -266,8 +267,16 @@ export const layerBodyLimit = (limitBytes: number): Layer.Layer<never> =>
   HttpApiBuilder.middleware(Api, (app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (Number(request.headers["content-length"] ?? 0) > limitBytes) return yield* tooLarge(limitBytes)
-      return yield* app.pipe(
+      const length = Number(request.headers["content-length"] ?? 0)
+      if (length > limitBytes) return yield* tooLarge(limitBytes)
+      // Handlers without a payload (revoke, clear) never read the body: read it whole first, so a
+      // request whose body cannot be read fails before any handler acts on it. `text` is cached,
+      // so a handler with a payload decodes the same read.
+      const hasBody = request.headers["transfer-encoding"] !== undefined || length > 0
+      const readFirst = hasBody
+        ? Effect.zipRight(Effect.catchAll(request.text, (error) => Effect.die(error)), app)
+        : app
+      return yield* readFirst.pipe(
         HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
         Effect.catchAllDefect(unreadableBody(limitBytes))
       )

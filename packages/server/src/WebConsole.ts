@@ -38,7 +38,8 @@ const headers = {
   "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "referrer-policy": "no-referrer",
-  "x-content-type-options": "nosniff"
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY"
 }
 
 const assets = [
