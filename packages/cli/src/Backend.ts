@@ -45,6 +45,28 @@ export class ServerUnavailable extends Schema.TaggedError<ServerUnavailable>()("
 }
 
 /**
+ * The server answered with a redirect (3xx). The CLI follows none: another host's answer would be
+ * shown as the server's ("no pending approvals"), and an answer sent there would not reach the
+ * server. So the command stops here, says where the redirect leads, and sends nothing further.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ServerRedirected extends Schema.TaggedError<ServerRedirected>()("ServerRedirected", {
+  url: Schema.String,
+  method: Schema.String,
+  path: Schema.String,
+  status: Schema.Number,
+  location: Schema.optional(Schema.String)
+}) {
+  override get message(): string {
+    const to = this.location === undefined ? "with no location" : `to ${this.location}`
+    return `Server ${this.url}: answered ${this.method} ${this.path} with a redirect (${this.status}) ${to};`
+      + " toolgate follows no redirect: give --server the URL that answers itself"
+  }
+}
+
+/**
  * An input the command or the server refused before acting on it.
  *
  * @since 0.1.0
@@ -71,6 +93,7 @@ export type BackendError =
   | Auth.Unauthorized
   | Auth.Forbidden
   | ServerUnavailable
+  | ServerRedirected
   | InvalidInput
 
 /**

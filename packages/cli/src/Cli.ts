@@ -71,7 +71,7 @@ export const ExitCode = {
   unauthorized: 6,
   /** the token may not do this: the auditor role answering (HTTP 403) */
   forbidden: 7,
-  /** the database or the server could not be used */
+  /** the database or the server could not be used, or the server answered with a redirect */
   unavailable: 8,
   /** `approve --args`: the policy denied the edited arguments, so the request is denied, not approved */
   policyDenied: 9,
@@ -115,6 +115,7 @@ const codeOf = (error: unknown): number => {
       return ExitCode.forbidden
     case "PersistenceError":
     case "ServerUnavailable":
+    case "ServerRedirected":
     case "ServeError":
       return ExitCode.unavailable
   }

@@ -20,6 +20,7 @@ import {
   type BackendError,
   InvalidInput,
   type RemoteOptions,
+  ServerRedirected,
   ServerUnavailable
 } from "../Backend.js"
 import { paged, pageSize, sseEvents } from "./audit.js"
@@ -29,6 +30,28 @@ const ErrorReply = Schema.Union(Auth.Unauthorized, Auth.Forbidden, Api.SessionNo
 
 const withToken = (token: Option.Option<Redacted.Redacted>) => (request: HttpClientRequest.HttpClientRequest) =>
   Option.match(token, { onNone: () => request, onSome: (value) => HttpClientRequest.bearerToken(request, value) })
+
+/**
+ * Fetch with `redirect: "manual"` (the 3xx answer itself, nothing sent to where it leads), and a
+ * 3xx answer as `ServerRedirected`: the CLI talks to the server it was given or to no one.
+ */
+const noRedirects = (url: string) =>
+  HttpClient.transformResponse(<E, R>(effect: Effect.Effect<HttpClientResponse.HttpClientResponse, E, R>) =>
+    effect.pipe(
+      Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
+      Effect.filterOrFail(
+        (response) => response.status < 300 || response.status >= 400,
+        (response) =>
+          new ServerRedirected({
+            url,
+            method: response.request.method,
+            path: new URL(response.request.url).pathname,
+            status: response.status,
+            location: response.headers["location"]
+          })
+      )
+    )
+  )
 
 /** The innermost cause's message: fetch says "fetch failed", its cause says why (ECONNREFUSED ...). */
 const reasonOf = (error: unknown): string => {
@@ -43,7 +66,10 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
     Backend,
     Effect.gen(function*() {
       const url = options.url.replace(/\/+$/, "")
-      const http = (yield* HttpClient.HttpClient).pipe(HttpClient.mapRequest(withToken(options.token)))
+      const http = (yield* HttpClient.HttpClient).pipe(
+        HttpClient.mapRequest(withToken(options.token)),
+        noRedirects(url)
+      )
       const client = yield* HttpApiClient.makeWith(Api.Api, { httpClient: http, baseUrl: url })
       const unavailable = (detail: string) => new ServerUnavailable({ url, detail })
       /** The API's own errors pass through; transport and protocol failures say what went wrong. */
@@ -64,6 +90,7 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
               case "PersistenceError":
               case "Unauthorized":
               case "Forbidden":
+              case "ServerRedirected":
                 return Effect.fail(error as BackendError)
               case "RequestError":
                 return Effect.fail(unavailable(`cannot connect (${reasonOf(error)})`))
@@ -95,7 +122,7 @@ export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
       /**
        * The stream, connected again after the last event seen whenever it drops once it was up (a
        * server restart): the server resumes exactly there, so nothing is missed or repeated. A
-       * first connection that fails, or a refused token, ends the command.
+       * first connection that fails, a refused token, or a redirect (at any connection) ends the command.
        */
       const follow = (options: AuditOptions) =>
         Stream.suspend(() => {
