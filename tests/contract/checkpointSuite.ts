@@ -120,6 +120,14 @@ export const checkpointSuite = <E>(
           "CheckpointInvalid"
         )
         expect((yield* failure(checkpoints.resume(OtherPoint, token)))._tag).toBe("CheckpointNotFound")
+        // a retried turn (same requests, same state, keys in any order) gets the same checkpoint; a
+        // conversation that repeated a call id (same requests, other state) is refused, never given it
+        expect(yield* checkpoints.save(Turn, [requestId], { step: 0, messages: [] })).toBe(token)
+        const taken = yield* failure(
+          checkpoints.save(Turn, [requestId], { messages: ["another conversation"], step: 0 })
+        )
+        expect(taken._tag).toBe("CheckpointInvalid")
+        expect(yield* checkpoints.find(requestId)).toBe(token)
       }))
 
     test("racing resumes: exactly one wins", () =>
@@ -270,7 +278,11 @@ export const checkpointSuite = <E>(
         const gate = yield* ToolGate.ToolGate
         const ids = [yield* pause(bash("c1")), yield* pause(bash("c2"))]
         const token = yield* checkpoints.save(Turn, ids, { messages: ["first"], step: 1 })
-        expect(yield* checkpoints.save(Turn, [ids[1]!, ids[0]!], { messages: ["retry"], step: 1 })).toBe(token)
+        expect(yield* checkpoints.save(Turn, [ids[1]!, ids[0]!], { step: 1, messages: ["first"] })).toBe(token)
+        // the same requests with other state are another conversation that repeated the call ids
+        expect((yield* failure(checkpoints.save(Turn, ids, { messages: ["retry"], step: 1 })))._tag).toBe(
+          "CheckpointInvalid"
+        )
         // the same requests at another wait point, or only some of them, are another turn: refused
         expect((yield* failure(checkpoints.save(OtherPoint, ids, { step: 1 })))._tag).toBe("CheckpointInvalid")
         expect((yield* failure(checkpoints.save(Turn, [ids[0]!], { messages: [], step: 1 })))._tag).toBe(
@@ -285,11 +297,26 @@ export const checkpointSuite = <E>(
         const racing = yield* pause(bash("c4"))
         const tokens = yield* Effect.forEach(
           [1, 2, 3, 4],
-          (step) => checkpoints.save(Turn, [racing], { messages: [], step }),
+          () => checkpoints.save(Turn, [racing], { messages: [], step: 1 }),
           { concurrency: "unbounded" }
         )
         expect(new Set(tokens).size).toBe(1)
-        expect((yield* checkpoints.open(Turn)).map((cp) => cp.token)).toEqual([token, tokens[0]])
+        // racing saves of the same requests with different state: one wins, the others are refused
+        yield* TestClock.adjust("1 second")
+        const contested = yield* pause(bash("c5"))
+        const outcomes = yield* Effect.forEach(
+          [1, 2, 3, 4],
+          (step) => Effect.either(checkpoints.save(Turn, [contested], { messages: [], step })),
+          { concurrency: "unbounded" }
+        )
+        const won = outcomes.flatMap((o) => o._tag === "Right" ? [o.right] : [])
+        expect(won).toHaveLength(1)
+        expect(outcomes.flatMap((o) => o._tag === "Left" ? [o.left._tag] : [])).toEqual([
+          "CheckpointInvalid",
+          "CheckpointInvalid",
+          "CheckpointInvalid"
+        ])
+        expect((yield* checkpoints.open(Turn)).map((cp) => cp.token)).toEqual([token, tokens[0]!, won[0]!])
         yield* Effect.forEach(ids, (id) => gate.respond(id, { decision: "deny" }))
         const resumed = yield* checkpoints.resume(Turn, token)
         expect(resumed.state).toEqual({ messages: ["first"], step: 1 })

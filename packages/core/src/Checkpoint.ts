@@ -36,6 +36,7 @@ import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
 import type { ApprovalStore } from "./ApprovalStore.js"
 import * as CheckpointStore from "./CheckpointStore.js"
+import { canonicalJson } from "./internal/canonical.js"
 import * as ToolGate from "./ToolGate.js"
 import type { RequestNotFound, RequestPending } from "./ToolGateError.js"
 import {
@@ -210,6 +211,16 @@ export class Checkpoints extends Context.Tag("@tool-gate/core/Checkpoints")<Chec
 
 const tokenFor = (): Token => `cp_${crypto.randomUUID()}` as Token
 
+/** Two encoded states say the same (key order aside). */
+const sameState = (a: string, b: string): boolean => {
+  if (a === b) return true
+  try {
+    return canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b))
+  } catch {
+    return false
+  }
+}
+
 const sameRequests = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
   a.length === b.length && a.every((id) => b.includes(id))
 
@@ -252,13 +263,22 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore.Checkpoi
           createdAt: yield* Clock.currentTimeMillis
         })
         if (saved) return token
-        // A retried turn saves the same requests again: it gets the checkpoint the first try saved.
+        // A retried turn saves the same requests with the same state again: it gets the checkpoint
+        // the first try saved. Other state (another conversation that repeated a call id) is refused,
+        // never handed someone else's checkpoint.
         const existing = yield* store.find({ requestId: requestIds[0]! })
         if (
           Option.isSome(existing) && existing.value.name === checkpoint.name &&
           sameRequests(existing.value.requestIds, requestIds)
         ) {
-          return existing.value.token as Token
+          if (sameState(existing.value.state, encoded)) return existing.value.token as Token
+          return yield* new CheckpointInvalid({
+            problems: [{
+              path: "requestIds",
+              message:
+                "these requests already belong to a checkpoint with other state (a tool-call id repeated by another conversation?)"
+            }]
+          })
         }
         return yield* new CheckpointInvalid({
           problems: [{ path: "requestIds", message: "a request already belongs to another checkpoint" }]
