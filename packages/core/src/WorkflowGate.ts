@@ -6,11 +6,24 @@
  * edited arguments); a denial or an expiry fails the step with `ToolDenied`, so it flows into the
  * workflow's result like any other failure.
  *
- * The suspended step is a gate checkpoint (at the wait point `WaitPoint`) holding the deferred's
- * token. `layerBridge`, running beside the `WorkflowEngine`, watches the gate's events and
- * completes the deferred of each request that is answered or expires; it also scans the open wait
- * points, for answers given while it was not running. It claims the checkpoint first, so one
- * process completes each deferred, and one that crashes midway is retried after its lease.
+ * The suspended step is a gate checkpoint holding the deferred's token, saved at the wait point of
+ * the engine that runs the workflow (`waitPoint`). `layerBridge`, running beside the
+ * `WorkflowEngine`, watches the gate's events and completes the deferred of each request that is
+ * answered or expires; it also scans its engine's open wait points, for answers given while it was
+ * not running. It claims the checkpoint first, so one process completes each deferred, and one
+ * that crashes midway is retried after its lease.
+ *
+ * Several copies of an app on one store: a bridge settles only the wait points of its own engine,
+ * because completing a deferred on an engine that does not run the execution wakes nobody (the
+ * in-memory engine accepts it silently). By default an engine is known by its instance, so with
+ * `WorkflowEngine.layerMemory` each copy wakes the workflows it runs (and those are lost with the
+ * process, as the memory engine's are). Copies that share a durable engine, where any copy can
+ * wake any execution, give it one name with `layerEngineName`, so that any copy's bridge settles
+ * any wait point and a copy that stops leaves none behind.
+ *
+ * A tool-call id names one call in its session (see `ToolGate`): a second execution that reaches
+ * a step with a call id another execution of the session is waiting on fails with
+ * `InvalidToolCall` instead of sharing, or taking, the other's answer.
  *
  * This module needs `@effect/workflow` (an optional peer of `@tool-gate/core`); nothing else in
  * the package imports it. Import it on its own path.
@@ -55,8 +68,8 @@
  */
 import * as Activity from "@effect/workflow/Activity"
 import * as DurableDeferred from "@effect/workflow/DurableDeferred"
-import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
-import { Duration, Effect, Exit, Layer, Schedule, Schema, Stream } from "effect"
+import { WorkflowEngine, type WorkflowInstance } from "@effect/workflow/WorkflowEngine"
+import { Context, Duration, Effect, Exit, Layer, Schedule, Schema, Stream } from "effect"
 import * as Checkpoint from "./Checkpoint.js"
 import * as PauseSignal from "./PauseSignal.js"
 import type * as ToolCall from "./ToolCall.js"
@@ -64,14 +77,51 @@ import * as ToolGate from "./ToolGate.js"
 import { CallAlreadyExecuted, InvalidToolCall, PersistenceError, ToolDenied } from "./ToolGateError.js"
 
 /**
- * The wait point of a workflow suspended on a tool call: the token of the deferred to complete.
+ * The name under which an engine's wait points are saved and settled. Unset (the default), each
+ * engine instance has a name of its own; set it (`layerEngineName`) when the copies of an app share
+ * a durable engine that can wake any execution from any copy.
+ *
+ * @since 0.1.0
+ * @category context
+ */
+export class EngineName extends Context.Reference<EngineName>()("@tool-gate/core/WorkflowGate/EngineName", {
+  defaultValue: (): string | undefined => undefined
+}) {}
+
+/**
+ * Names the engine of this copy of the app, for wait points and bridges (see `EngineName`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEngineName = (name: string): Layer.Layer<EngineName> => Layer.succeed(EngineName, name)
+
+const instanceNames = new WeakMap<WorkflowEngine["Type"], string>()
+
+const engineName: Effect.Effect<string, never, WorkflowEngine> = Effect.gen(function*() {
+  const named = yield* EngineName
+  if (named !== undefined) return named
+  const engine = yield* WorkflowEngine
+  const known = instanceNames.get(engine)
+  if (known !== undefined) return known
+  const name = `instance-${crypto.randomUUID()}`
+  instanceNames.set(engine, name)
+  return name
+})
+
+const WaitState = Schema.Struct({ deferredToken: Schema.String })
+
+/**
+ * The wait point of the engine in context: where its workflows suspended on a tool call keep the
+ * token of the deferred to complete, and what its bridge settles.
  *
  * @since 0.1.0
  * @category models
  */
-export const WaitPoint = Checkpoint.make("@tool-gate/core/WorkflowGate", {
-  state: Schema.Struct({ deferredToken: Schema.String })
-})
+export const waitPoint: Effect.Effect<Checkpoint.Checkpoint<typeof WaitState>, never, WorkflowEngine> = Effect.map(
+  engineName,
+  (name) => Checkpoint.make(`@tool-gate/core/WorkflowGate/${name}`, { state: WaitState })
+)
 
 /**
  * How a request ended, as the suspended workflow is woken with it.
@@ -166,20 +216,26 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
     const deferredToken = yield* DurableDeferred.token(answer)
     yield* Activity.make({
       name: `tool-gate/${call.id}/wait`,
-      error: PersistenceError,
+      error: Schema.Union(PersistenceError, InvalidToolCall),
       execute: Effect.gen(function*() {
         const checkpoints = yield* Checkpoint.Checkpoints
-        // saved again by a retried activity: the same requests give the same checkpoint
-        const token = yield* checkpoints.save(WaitPoint, [requestId], { deferredToken })
+        // saved again by a retried activity: the same request and deferred give the same checkpoint
+        const token = yield* checkpoints.save(yield* waitPoint, [requestId], { deferredToken })
         // An answer given before the checkpoint existed woke nobody; settle it here.
         yield* settle(token)
       }).pipe(
-        Effect.catchIf(
-          (error): error is Exclude<typeof error, PersistenceError> =>
-            error._tag !== "PersistenceError",
-          (error) =>
-            Effect.die(error)
-        )
+        Effect.catchTags({
+          // another execution (or another engine's) waits on this request: the call id was reused
+          CheckpointInvalid: () =>
+            new InvalidToolCall({
+              problems: [{
+                path: "id",
+                message:
+                  `call id ${call.id} of session ${call.sessionKey} is already awaited by another workflow execution: call ids must be unique per session`
+              }]
+            }),
+          RequestNotFound: Effect.die
+        })
       )
     })
     yield* DurableDeferred.await(answer)
@@ -197,9 +253,9 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
   })
 
 /**
- * Completes the deferred of the checkpoint `token` at `WaitPoint` once its request is answered
- * or expired: `true` when this call did it; `false` when the request is still pending, the
- * checkpoint is another wait point's, or another process claimed or completed it.
+ * Completes the deferred of the checkpoint `token` at the engine's `waitPoint` once its request is
+ * answered or expired: `true` when this call did it; `false` when the request is still pending, the
+ * checkpoint is another engine's wait point, or another process claimed or completed it.
  *
  * @since 0.1.0
  * @category combinators
@@ -209,7 +265,7 @@ export const settle = (
 ): Effect.Effect<boolean, PersistenceError, Checkpoint.Checkpoints | WorkflowEngine> =>
   Effect.gen(function*() {
     const checkpoints = yield* Checkpoint.Checkpoints
-    const resumed = yield* checkpoints.resume(WaitPoint, token, { lease: "30 seconds" })
+    const resumed = yield* checkpoints.resume(yield* waitPoint, token, { lease: "30 seconds" })
     const [request] = resumed.requests
     yield* DurableDeferred.done(answerAt("tool-gate/answer"), {
       token: resumed.state.deferredToken as DurableDeferred.Token,
@@ -275,7 +331,10 @@ export const layerBridge = (
     )
     yield* retried(
       "scanning suspended workflows",
-      Effect.flatMap(checkpoints.open(WaitPoint), (open) => Effect.forEach(open, ({ token }) => settle(token)))
+      Effect.flatMap(
+        Effect.flatMap(waitPoint, checkpoints.open),
+        (open) => Effect.forEach(open, ({ token }) => settle(token))
+      )
     ).pipe(
       Effect.repeat(Schedule.spaced(options.scanInterval ?? Duration.seconds(5))),
       Effect.forkScoped
