@@ -47,6 +47,158 @@ function el(tag, attributes = {}, ...children) {
   return node
 }
 
+// ---- hidden characters ------------------------------------------------------------------------
+
+// What a reader cannot see for what it is. The CLI keeps the same list in
+// packages/cli/src/internal/terminal.ts (another runtime, no shared module): change both.
+// C0, DEL and C1 controls; bidi marks, embeddings, overrides and isolates (U+061C, U+200E,
+// U+200F, U+202A-U+202E, U+2066-U+2069), which reorder what is read; zero-width and invisible
+// characters (U+200B-U+200D, U+2060-U+2065, U+FEFF, U+00AD, U+034F, U+180E, the Hangul fillers),
+// variation selectors and tag characters, which hide text; blank-looking characters (U+00A0,
+// U+2000-U+200A, U+202F, U+205F, U+3000, the braille blank U+2800), which push text out of sight.
+const HIDDEN_RANGES = [
+  [0x0000, 0x001f],
+  [0x007f, 0x00a0],
+  [0x00ad],
+  [0x034f],
+  [0x061c],
+  [0x115f, 0x1160],
+  [0x180e],
+  [0x2000, 0x200f],
+  [0x202a, 0x202f],
+  [0x205f, 0x2069],
+  [0x2800],
+  [0x3000],
+  [0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff],
+  [0xffa0],
+  [0xe0000, 0xe007f],
+  [0xe0100, 0xe01ef]
+]
+// An emoji's own presentation selector and the joiner between two pictographs show as the emoji
+// they form: left as they are.
+const HIDDEN = new RegExp(
+  "(?!(?<=\\p{Extended_Pictographic})(?:\\ufe0e|\\ufe0f))" +
+    "(?!(?<=\\p{Extended_Pictographic}(?:\\ufe0f|[\\u{1f3fb}-\\u{1f3ff}])?)\\u200d(?=\\p{Extended_Pictographic}))" +
+    `[${HIDDEN_RANGES.map(([from, to = from]) => `\\u{${from.toString(16)}}-\\u{${to.toString(16)}}`).join("")}]`,
+  "gu"
+)
+
+const CHAR_NAMES = {
+  0x00a0: "NO-BREAK SPACE",
+  0x00ad: "SOFT HYPHEN",
+  0x034f: "COMBINING GRAPHEME JOINER",
+  0x061c: "ARABIC LETTER MARK",
+  0x115f: "HANGUL CHOSEONG FILLER",
+  0x1160: "HANGUL JUNGSEONG FILLER",
+  0x180e: "MONGOLIAN VOWEL SEPARATOR",
+  0x2000: "EN QUAD",
+  0x2001: "EM QUAD",
+  0x2002: "EN SPACE",
+  0x2003: "EM SPACE",
+  0x2004: "THREE-PER-EM SPACE",
+  0x2005: "FOUR-PER-EM SPACE",
+  0x2006: "SIX-PER-EM SPACE",
+  0x2007: "FIGURE SPACE",
+  0x2008: "PUNCTUATION SPACE",
+  0x2009: "THIN SPACE",
+  0x200a: "HAIR SPACE",
+  0x200b: "ZERO WIDTH SPACE",
+  0x200c: "ZERO WIDTH NON-JOINER",
+  0x200d: "ZERO WIDTH JOINER",
+  0x200e: "LEFT-TO-RIGHT MARK",
+  0x200f: "RIGHT-TO-LEFT MARK",
+  0x202a: "LEFT-TO-RIGHT EMBEDDING",
+  0x202b: "RIGHT-TO-LEFT EMBEDDING",
+  0x202c: "POP DIRECTIONAL FORMATTING",
+  0x202d: "LEFT-TO-RIGHT OVERRIDE",
+  0x202e: "RIGHT-TO-LEFT OVERRIDE",
+  0x202f: "NARROW NO-BREAK SPACE",
+  0x205f: "MEDIUM MATHEMATICAL SPACE",
+  0x2060: "WORD JOINER",
+  0x2061: "FUNCTION APPLICATION",
+  0x2062: "INVISIBLE TIMES",
+  0x2063: "INVISIBLE SEPARATOR",
+  0x2064: "INVISIBLE PLUS",
+  0x2066: "LEFT-TO-RIGHT ISOLATE",
+  0x2067: "RIGHT-TO-LEFT ISOLATE",
+  0x2068: "FIRST STRONG ISOLATE",
+  0x2069: "POP DIRECTIONAL ISOLATE",
+  0x2800: "BRAILLE PATTERN BLANK",
+  0x3000: "IDEOGRAPHIC SPACE",
+  0x3164: "HANGUL FILLER",
+  0xfeff: "ZERO WIDTH NO-BREAK SPACE",
+  0xffa0: "HALFWIDTH HANGUL FILLER"
+}
+
+const hex = (code) => code.toString(16).padStart(4, "0")
+
+/** `\u202e`, or `\u{e0041}` beyond the Basic Multilingual Plane. */
+const escapeOf = (code) => code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${hex(code)}`
+
+function charName(code) {
+  const named = CHAR_NAMES[code]
+  if (named !== undefined) return named
+  if (code <= 0x9f) return "CONTROL CHARACTER"
+  if (code >= 0xfe00 && code <= 0xfe0f) return `VARIATION SELECTOR-${code - 0xfe00 + 1}`
+  if (code >= 0xe0100) return `VARIATION SELECTOR-${code - 0xe0100 + 17}`
+  if (code >= 0xe0020 && code <= 0xe007e) return `TAG CHARACTER (hides "${String.fromCharCode(code - 0xe0000)}")`
+  if (code >= 0xe0000) return "TAG CHARACTER"
+  return "INVISIBLE CHARACTER"
+}
+
+/** Whether `text` holds a hidden character (line breaks aside when `lineBreaks`, as in JSON text). */
+function hasHidden(text, lineBreaks = false) {
+  for (const [char] of text.matchAll(HIDDEN)) if (!(lineBreaks && char === "\n")) return true
+  return false
+}
+
+/**
+ * `text` as nodes for an element, each hidden character (or run of the same one) a marked escape
+ * that names it, never the raw character: `\u202e`, `\u2800×4000`. With `lineBreaks`, line feeds
+ * stay (the indentation of JSON text, where JSON.stringify escaped every other C0 control).
+ */
+function visible(text, lineBreaks = false) {
+  const nodes = []
+  let at = 0
+  let run
+  const flush = () => {
+    if (run === undefined) return
+    const name = `U+${hex(run.code).toUpperCase()} ${charName(run.code)}`
+    const label = run.count > 1 ? `${escapeOf(run.code)}×${run.count}` : escapeOf(run.code)
+    nodes.push(
+      el("span", { class: "hidden-char", title: run.count > 1 ? `${run.count} × ${name}` : name }, label)
+    )
+    run = undefined
+  }
+  for (const match of text.matchAll(HIDDEN)) {
+    const char = match[0]
+    if (lineBreaks && char === "\n") continue
+    const code = char.codePointAt(0)
+    if (match.index > at || run?.code !== code) {
+      flush()
+      if (match.index > at) nodes.push(text.slice(at, match.index))
+      run = { code, count: 0 }
+    }
+    run.count++
+    at = match.index + char.length
+  }
+  flush()
+  if (at < text.length) nodes.push(text.slice(at))
+  return nodes
+}
+
+/** `text` with every hidden character as its escape: for attributes and one-line notices. */
+const plain = (text) => text.replace(HIDDEN, (char) => escapeOf(char.codePointAt(0)))
+
+/** JSON text of `value` whose hidden characters are JSON escapes: the same value, readable in a textarea. */
+const readableJson = (value) =>
+  JSON.stringify(value, null, 2).replace(
+    HIDDEN,
+    (char) => char === "\n" ? char : [...Array(char.length).keys()].map((i) => `\\u${hex(char.charCodeAt(i))}`).join("")
+  )
+
 // ---- the API ----------------------------------------------------------------------------------
 
 class ApiError extends Error {
@@ -301,8 +453,14 @@ function group(sessionKey) {
   const list = el("div", { class: "group-list" })
   const section = el(
     "section",
-    { class: "session", "data-session": sessionKey, "aria-label": `Session ${sessionKey}` },
-    el("h2", {}, el("span", { class: "label" }, "session "), el("span", { class: "session-key" }, sessionKey), count),
+    { class: "session", "data-session": sessionKey, "aria-label": `Session ${plain(sessionKey)}` },
+    el(
+      "h2",
+      {},
+      el("span", { class: "label" }, "session "),
+      el("span", { class: "session-key" }, ...visible(sessionKey)),
+      count
+    ),
     list
   )
   entry = { section, list, count }
@@ -348,12 +506,86 @@ function remove(requestId) {
   update()
 }
 
+// How much of the arguments a card shows before it says they continue and offers the rest.
+const ARGS_LINES = 20
+const ARGS_CHARS = 2000
+
+const count = (n, one, many) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`
+
+/** Where the shown part of `text` ends: after ARGS_LINES lines or ARGS_CHARS characters. */
+function previewEnd(text) {
+  let end = Math.min(text.length, ARGS_CHARS)
+  let lineBreak = -1
+  for (let line = 0; line < ARGS_LINES; line++) {
+    lineBreak = text.indexOf("\n", lineBreak + 1)
+    if (lineBreak < 0) break
+  }
+  if (lineBreak >= 0) end = Math.min(end, lineBreak)
+  // never between the two halves of a surrogate pair
+  if (end < text.length && /[\udc00-\udfff]/.test(text[end])) end--
+  return end
+}
+
+/**
+ * The arguments as JSON text, hidden characters marked. Longer text shows its beginning, ends
+ * with a mark, and says how much follows, with "Show all"; until that is pressed the card's
+ * approve buttons stay disabled (`card.argsUnread`), so nobody approves what they could not read.
+ */
+function argsView(card, text) {
+  const pre = el("pre", { class: "args" })
+  const end = previewEnd(text)
+  if (end === text.length) {
+    pre.append(...visible(text, true))
+    return [pre]
+  }
+  card.argsUnread = true
+  const rest = text.slice(end)
+  const lines = rest.split("\n").length - 1
+  pre.append(...visible(text.slice(0, end), true), el("span", { class: "args-cut" }, "… (continues)"))
+  const showAll = el("button", { type: "button", class: "link" }, "Show all")
+  const more = el(
+    "p",
+    { class: "args-more", role: "status" },
+    `The arguments continue: ${count([...rest].length, "more character", "more characters")}` +
+      (lines > 0 ? `, ${count(lines, "more line", "more lines")}` : "") +
+      ". Read them all before approving. ",
+    showAll
+  )
+  showAll.addEventListener("click", () => {
+    pre.replaceChildren(...visible(text, true))
+    more.replaceChildren(`Showing all ${count([...text].length, "character", "characters")} of the arguments.`)
+    card.argsUnread = false
+    syncApprove(card)
+  })
+  return [pre, more]
+}
+
+/** The names of the fields of `request` that hold hidden characters. */
+function hiddenFields(request, argsText) {
+  const call = request.toolCall
+  const fields = [
+    ["tool name", call.name],
+    ["session key", call.sessionKey],
+    ["request id", request.requestId],
+    ["agent", call.agentId],
+    ["intent", call.intentId],
+    ["user", call.userId],
+    ["directory", call.workingDirectory],
+    ["rule", request.rule.id],
+    ["reason", request.reason]
+  ]
+  const names = fields.filter(([, value]) => typeof value === "string" && hasHidden(value)).map(([name]) => name)
+  return hasHidden(argsText, true) ? [...names, "arguments"] : names
+}
+
 function makeCard(request) {
   const call = request.toolCall
   const timeLeft = el("span", { class: "time-left", title: `expires at ${formatTime(request.expiresAt)}` })
   const meta = el("dl", { class: "meta" })
   const field = (name, value) => {
-    if (value !== undefined && value !== "") meta.append(el("div", {}, el("dt", {}, name), el("dd", {}, value)))
+    if (value !== undefined && value !== "") {
+      meta.append(el("div", {}, el("dt", {}, name), el("dd", {}, ...visible(value))))
+    }
   }
   field("agent", call.agentId)
   field("intent", call.intentId)
@@ -361,23 +593,32 @@ function makeCard(request) {
   field("directory", call.workingDirectory)
   field("rule", request.rule.id)
   field("asked", formatTime(request.createdAt))
-  const card = el(
-    "article",
-    {
-      class: "request",
-      "data-request-id": request.requestId,
-      "aria-label": `${call.name} in session ${call.sessionKey}`
-    },
+  const argsText = JSON.stringify(call.args, null, 2)
+  const flagged = hiddenFields(request, argsText)
+  const card = el("article", {
+    class: flagged.length > 0 ? "request suspicious" : "request",
+    "data-request-id": request.requestId,
+    "aria-label": `${plain(call.name)} in session ${plain(call.sessionKey)}`
+  })
+  card.append(
     el(
       "header",
       {},
-      el("span", { class: "tool" }, call.name),
-      el("span", { class: "request-id" }, request.requestId),
+      el("span", { class: "tool" }, ...visible(call.name)),
+      el("span", { class: "request-id" }, ...visible(request.requestId)),
       timeLeft
     ),
     meta,
-    request.reason ? el("p", { class: "reason" }, request.reason) : undefined,
-    el("pre", { class: "args" }, JSON.stringify(call.args, null, 2)),
+    request.reason ? el("p", { class: "reason" }, ...visible(request.reason)) : undefined,
+    ...argsView(card, argsText),
+    flagged.length > 0
+      ? el(
+        "p",
+        { class: "hidden-warning", role: "alert" },
+        `Hidden or direction-changing characters in: ${flagged.join(", ")}. They are shown as marked escapes ` +
+          "(such as \\u202e, with their names on hover); the call contains the characters themselves."
+      )
+      : undefined,
     el("div", { class: "actions" }),
     el("p", { class: "error card-error", role: "alert", hidden: true })
   )
@@ -385,6 +626,15 @@ function makeCard(request) {
   const entry = { card, timeLeft }
   setTimeLeft(entry, request)
   return entry
+}
+
+/** Approving waits until the whole arguments were shown, and edited arguments until they parse. */
+function syncApprove(card) {
+  for (const button of card.querySelectorAll("button.approve")) {
+    button.disabled = card.argsUnread === true || button.dataset.invalid === "true"
+    if (card.argsUnread === true) button.title = "Show all the arguments first"
+    else button.removeAttribute("title")
+  }
 }
 
 /** The card's buttons: answers for an approver, only "Later" otherwise. */
@@ -420,14 +670,22 @@ function fillActions(card, request) {
   )
 
   const argsText = el("textarea", { rows: 6, spellcheck: "false", "aria-label": "Arguments (JSON)" })
-  argsText.value = JSON.stringify(request.toolCall.args, null, 2)
+  // hidden characters as JSON escapes: the same value, and nothing in the box the eye cannot see
+  argsText.value = readableJson(request.toolCall.args)
   const argsError = el("p", { class: "error", hidden: true })
-  const approveEdited = el("button", { type: "submit", class: "primary" }, "Approve with these arguments")
+  const argsHidden = el("p", { class: "edit-hidden", role: "alert", hidden: true })
+  const approveEdited = el("button", { type: "submit", class: "primary approve" }, "Approve with these arguments")
   argsText.addEventListener("input", () => {
     const { error } = parseArgs(argsText.value)
     argsError.hidden = error === undefined
     argsError.textContent = error ?? ""
-    approveEdited.disabled = error !== undefined
+    approveEdited.dataset.invalid = String(error !== undefined)
+    const hidden = hasHidden(argsText.value, true)
+    argsHidden.hidden = !hidden
+    argsHidden.replaceChildren(
+      ...(hidden ? ["The edited arguments contain hidden characters: ", ...visible(argsText.value, true)] : [])
+    )
+    syncApprove(card)
   })
   const editForm = el(
     "form",
@@ -442,6 +700,7 @@ function fillActions(card, request) {
     },
     argsText,
     argsError,
+    argsHidden,
     approveEdited,
     el("button", { type: "button", class: "link", onclick: () => (editForm.hidden = true) }, "Cancel")
   )
@@ -452,7 +711,7 @@ function fillActions(card, request) {
       { class: "buttons" },
       el(
         "button",
-        { type: "button", class: "primary", onclick: () => answer(card, id, { decision: "approve_once" }) },
+        { type: "button", class: "primary approve", onclick: () => answer(card, id, { decision: "approve_once" }) },
         "Approve once"
       ),
       el(
@@ -460,6 +719,7 @@ function fillActions(card, request) {
         { class: "joined" },
         el("button", {
           type: "button",
+          class: "approve",
           onclick: () => answer(card, id, { decision: "approve_session", scope: scope.value })
         }, "Approve for session"),
         scope
@@ -471,6 +731,7 @@ function fillActions(card, request) {
     denyForm,
     editForm
   )
+  syncApprove(card)
 }
 
 function openForm(form, focus) {
@@ -512,7 +773,7 @@ function tick() {
 
 function describe(request) {
   const call = request.toolCall
-  const what = `${call.name} in session ${call.sessionKey}`
+  const what = `${plain(call.name)} in session ${plain(call.sessionKey)}`
   const resolution = request.resolution ?? {}
   const by = resolution.respondedBy ? ` by ${resolution.respondedBy}` : ""
   if (request.status === "approved") {
@@ -522,7 +783,7 @@ function describe(request) {
   if (request.status === "denied") {
     // an edit the policy denies ends denied although the human approved
     const who = resolution.decision === "deny" ? `denied${by}` : "denied by the policy"
-    return `${what}: ${who}${resolution.reason ? `: ${resolution.reason}` : ""}`
+    return `${what}: ${who}${resolution.reason ? `: ${plain(resolution.reason)}` : ""}`
   }
   return `${what}: ${request.status}`
 }
@@ -540,9 +801,10 @@ async function answer(card, requestId, body) {
     if (failure.status === 404 || failure.status === 409 || failure.status === 410) {
       // answered elsewhere, expired or gone: the server's message says which; the card goes
       remove(requestId)
-      notice(failure.message, "error")
+      notice(plain(failure.message), "error")
     } else {
       for (const control of buttons) control.disabled = false
+      syncApprove(card)
       error.hidden = false
       error.textContent = failure.message
     }
@@ -586,10 +848,12 @@ function renderDismissed() {
     return el(
       "li",
       { "data-request-id": requestId },
-      el("span", { class: "tool" }, call.name),
+      el("span", { class: "tool" }, ...visible(call.name)),
       " ",
-      el("code", {}, args.length > 60 ? `${args.slice(0, 59)}…` : args),
-      ` · session ${call.sessionKey} · ${formatLeft(request.expiresAt - serverNow())} `,
+      el("code", {}, ...visible(args.length > 60 ? `${args.slice(0, 59)}…` : args)),
+      " · session ",
+      ...visible(call.sessionKey),
+      ` · ${formatLeft(request.expiresAt - serverNow())} `,
       el("button", { type: "button", class: "link", onclick: () => reopen(requestId) }, "Reopen")
     )
   })
