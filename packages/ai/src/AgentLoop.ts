@@ -17,7 +17,13 @@
  * refuses (`AlreadyResumed`), and so does one another owner is resuming (`CheckpointClaimed`).
  * Before each model turn and each tool call, the resumed turn renews its lease, which checks the
  * lease's fencing token: an owner that stalled past its lease and was taken over stops there with
- * `CheckpointClaimed` instead of acting a second time.
+ * `CheckpointClaimed` instead of acting a second time. Renewals that fail on the store are logged
+ * and retried with backoff; a refused one is logged and stops the turn before its next act.
+ *
+ * Tool-call ids must be unique per session. A turn that repeats one fails with
+ * `AiError.MalformedOutput` before anything is asked or run; a later turn that reuses one gives
+ * the model a failed result for that call (it does not run) and goes on. A turn that fails after
+ * a call asked for approval denies that request, so none is left without its checkpoint.
  *
  * @example
  * import { Tool, Toolkit } from "@effect/ai"
@@ -256,12 +262,11 @@ const repeatedIds = (calls: ReadonlyArray<GatedToolkit.ModelCall>): Array<string
  * (`InvalidToolCall` on the id), or for this very call, which already ran (`CallAlreadyExecuted`).
  */
 const reusedId = (call: GatedToolkit.ModelCall) => (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "_tag" in error &&
-  (error._tag === "CallAlreadyExecuted" ||
-    (error instanceof ToolGateError.InvalidToolCall &&
-      error.problems.some((problem) =>
-        problem.path === "id" && problem.message.startsWith(`tool call id ${call.id} was already used in this session`)
-      )))
+  error instanceof ToolGateError.CallAlreadyExecuted ||
+  (error instanceof ToolGateError.InvalidToolCall &&
+    error.problems.some((problem) =>
+      problem.path === "id" && problem.message.startsWith(`tool call id ${call.id} was already used in this session`)
+    ))
 
 // A new model turn that reuses a call id of the session: the call does not run, and the model
 // reads why (as it reads a denial) instead of the conversation failing on every resume for good.
