@@ -17,7 +17,13 @@
  * refuses (`AlreadyResumed`), and so does one another owner is resuming (`CheckpointClaimed`).
  * Before each model turn and each tool call, the resumed turn renews its lease, which checks the
  * lease's fencing token: an owner that stalled past its lease and was taken over stops there with
- * `CheckpointClaimed` instead of acting a second time.
+ * `CheckpointClaimed` instead of acting a second time. Renewals that fail on the store are logged
+ * and retried with backoff; a refused one is logged and stops the turn before its next act.
+ *
+ * Tool-call ids must be unique per session. A turn that repeats one fails with
+ * `AiError.MalformedOutput` before anything is asked or run; a later turn that reuses one gives
+ * the model a failed result for that call (it does not run) and goes on. A turn that fails after
+ * a call asked for approval denies that request, so none is left without its checkpoint.
  *
  * @example
  * import { Tool, Toolkit } from "@effect/ai"
@@ -50,8 +56,8 @@
  * @since 0.1.0
  */
 import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
-import { Checkpoint, type PauseSignal, type ToolGate, type ToolGateError } from "@tool-gate/core"
-import { Data, Duration, Effect, Schema } from "effect"
+import { Checkpoint, type PauseSignal, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Clock, Data, Duration, Effect, Schedule, Schema } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
 
 /**
@@ -243,6 +249,60 @@ const lostResult = (call: GatedToolkit.ModelCall): GatedToolkit.ToolResult => ({
   }
 })
 
+/** The ids the turn's calls share with an earlier call of the same turn, each once. */
+const repeatedIds = (calls: ReadonlyArray<GatedToolkit.ModelCall>): Array<string> => {
+  const seen = new Set<string>()
+  const repeated = new Set<string>()
+  for (const call of calls) (seen.has(call.id) ? repeated : seen).add(call.id)
+  return [...repeated]
+}
+
+/**
+ * The gate's refusal of a call whose id this session already used: for another call
+ * (`InvalidToolCall` on the id), or for this very call, which already ran (`CallAlreadyExecuted`).
+ */
+const reusedId = (call: GatedToolkit.ModelCall) => (error: unknown): boolean =>
+  error instanceof ToolGateError.CallAlreadyExecuted ||
+  (error instanceof ToolGateError.InvalidToolCall &&
+    error.problems.some((problem) =>
+      problem.path === "id" && problem.message.startsWith(`tool call id ${call.id} was already used in this session`)
+    ))
+
+// A new model turn that reuses a call id of the session: the call does not run, and the model
+// reads why (as it reads a denial) instead of the conversation failing on every resume for good.
+const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: Session): GatedToolkit.Settled => {
+  const reason =
+    `tool-call id ${call.id} was already used in this session (by an earlier call); call ids must be unique per session`
+  return GatedToolkit.Outcome.Denied({
+    denied: new ToolGateError.ToolDenied({
+      toolCallId: call.id,
+      toolName: call.name,
+      sessionKey: session.sessionKey,
+      outcome: "policy",
+      reason
+    }),
+    result: {
+      id: call.id,
+      name: call.name,
+      isFailure: true,
+      result: {
+        denied: true,
+        outcome: "refused",
+        reason,
+        message: `Tool call ${call.id} (${call.name}) did not run: ${reason}. Call the tool again with a new id.`
+      } satisfies GatedToolkit.Denial
+    }
+  })
+}
+
+const agentName = "@tool-gate/ai/AgentLoop"
+
+/** Backoff for a lease renewal that failed on the store: from 100 ms, doubling, capped well below a third of the lease. */
+const renewalBackoff = (length: Duration.Duration) => {
+  const cap = Duration.min(Duration.seconds(5), Duration.unsafeDivide(length, 12))
+  return { first: Duration.min(Duration.millis(100), cap), cap }
+}
+
 /**
  * @since 0.1.0
  * @category constructors
@@ -275,6 +335,69 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         )
       )
 
+  /**
+   * A request this turn asked for whose turn then failed before saving its checkpoint: nothing
+   * would ever resume it, so it is denied (audited) rather than left for a human to approve in
+   * vain. One a checkpoint holds (found again by a retried or another conversation) is left alone.
+   */
+  const releaseOrphan = (signal: PauseSignal.PauseSignal) =>
+    Effect.gen(function*() {
+      const checkpoints = yield* Checkpoint.Checkpoints
+      const gate = yield* ToolGate.ToolGate
+      const held = yield* checkpoints.find(signal.requestId).pipe(
+        Effect.as(true),
+        Effect.catchTag("CheckpointNotFound", () => Effect.succeed(false))
+      )
+      if (held) return
+      yield* gate.respond(signal.requestId, {
+        decision: "deny",
+        reason: "the agent's turn failed before it was saved: nothing would resume this call",
+        respondedBy: agentName
+      })
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning("AgentLoop: could not deny a request of a failed turn").pipe(
+          Effect.annotateLogs({ requestId: signal.requestId, error: error.message })
+        )
+      )
+    )
+
+  /**
+   * One model turn's calls, each through the gate (after `fence`), then the checkpoint if any
+   * waits for a human. If the turn fails in between, the requests it asked for are released.
+   */
+  const settleTurn = <FE>(
+    toolkit: Toolkit.WithHandler<Tools>,
+    session: Session,
+    calls: ReadonlyArray<GatedToolkit.ModelCall>,
+    fence: Effect.Effect<void, FE>,
+    save: (results: Array<GatedToolkit.ToolResult>, pending: Array<PauseSignal.PauseSignal>) => Effect.Effect<
+      Checkpoint.Token,
+      ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError
+    >
+  ) => {
+    const asked: Array<PauseSignal.PauseSignal> = []
+    return Effect.gen(function*() {
+      const outcomes = yield* Effect.forEach(calls, (call) =>
+        Effect.zipRight(
+          fence,
+          reported(
+            call,
+            GatedToolkit.authorize(toolkit, call, session).pipe(
+              Effect.catchIf(reusedId(call), () => Effect.succeed(reusedIdOutcome(call, session))),
+              Effect.tap((outcome) =>
+                outcome._tag === "Pending" ? Effect.sync(() => asked.push(outcome.signal)) : Effect.void
+              )
+            )
+          )
+        ))
+      const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
+      if (asked.length === 0) return { results, paused: undefined }
+      const token = yield* save(results, asked)
+      return { results, paused: new Paused({ token, requests: [...asked] }) }
+    }).pipe(Effect.onError(() => Effect.forEach(asked, releaseOrphan, { discard: true })))
+  }
+
   /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
   const continueFrom = <FE>(
     toolkit: Toolkit.WithHandler<Tools>,
@@ -295,24 +418,35 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
           response.toolCalls.filter((call) => !call.providerExecuted),
           (call) => encodeCall(toolkit, call)
         )
+        // One id names one call: a turn that repeats one is refused whole, before anyone is asked
+        // or anything runs, the same on every store.
+        const repeated = repeatedIds(calls)
+        if (repeated.length > 0) {
+          return yield* new AiError.MalformedOutput({
+            module: "AgentLoop",
+            method: "run",
+            description: `the model's turn repeats tool-call id(s) ${
+              repeated.join(", ")
+            }; call ids must be unique per session, so none of the turn's calls was asked for or run`
+          })
+        }
         const history = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
         yield* onStep(Step.ModelReplied({ turn: turns + 1, text: response.text, calls }))
         if (calls.length === 0) return new Completed({ text: response.text, prompt: history, turns: turns + 1 })
 
-        const outcomes = yield* Effect.forEach(calls, (call) =>
-          Effect.zipRight(fence, reported(call, GatedToolkit.authorize(toolkit, call, session))))
-        const results = outcomes.flatMap((outcome) =>
-          outcome._tag === "Pending" ? [] : [outcome.result]
+        const { paused, results } = yield* settleTurn(
+          toolkit,
+          session,
+          calls,
+          fence,
+          (results, pending) =>
+            checkpoints.save(
+              checkpoint,
+              pending.map((signal) => signal.requestId),
+              { session, prompt: history, calls, results, turns: turns + 1 }
+            )
         )
-        const pending = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [outcome.signal] : [])
-        if (pending.length > 0) {
-          const token = yield* checkpoints.save(
-            checkpoint,
-            pending.map((signal) => signal.requestId),
-            { session, prompt: history, calls, results, turns: turns + 1 }
-          )
-          return new Paused({ token, requests: pending })
-        }
+        if (paused !== undefined) return paused
         prompt = Prompt.merge(history, toolMessage(results))
       }
     })
@@ -326,20 +460,66 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       const checkpoints = yield* Checkpoint.Checkpoints
       const length = Duration.decode(resumeOptions?.lease ?? "5 minutes")
       const { lease, state } = yield* checkpoints.resume(checkpoint, token, { ...resumeOptions, lease: length })
-      // The owner renews every third of the lease while the turn runs, so a turn longer than its
-      // lease is not taken over; a refused renewal (taken over after a stall) stops, a failed
-      // write is tried again at the next third.
-      const renew = checkpoints.renew(token, lease, length)
-      yield* renew.pipe(
-        Effect.catchTag("PersistenceError", () => Effect.void),
-        Effect.delay(Duration.unsafeDivide(length, 3)),
-        Effect.forever,
-        Effect.ignore,
-        Effect.forkScoped
+      const { cap, first } = renewalBackoff(length)
+      const annotations = { token, owner: lease.owner }
+      // Set when the store refused a renewal: the lease is another owner's (or the resume is done).
+      let lost:
+        | ToolGateError.CheckpointClaimed
+        | ToolGateError.AlreadyResumed
+        | ToolGateError.CheckpointNotFound
+        | undefined
+      const renew = checkpoints.renew(token, lease, length).pipe(
+        Effect.tapError((error) =>
+          error._tag === "PersistenceError"
+            ? Effect.void
+            : Effect.zipRight(
+              Effect.sync(() => (lost = error)),
+              Effect.logError("AgentLoop: lease renewal refused; the turn stops before its next act").pipe(
+                Effect.annotateLogs({ ...annotations, error: error.message })
+              )
+            )
+        )
       )
+      // The owner renews every third of the lease while the turn runs, so a turn longer than its
+      // lease is not taken over. A failed write (a busy or dropped store) is logged and tried again
+      // with backoff; past the lease's end that is logged too, and renewing goes on: the renewal
+      // only succeeds if no other owner claimed the checkpoint since (its fencing token).
+      const renewing = (until: number, delay: Duration.Duration): Effect.Effect<void> =>
+        renew.pipe(
+          Effect.matchEffect({
+            onSuccess: (renewed) =>
+              Effect.delay(Effect.suspend(() => renewing(renewed.until, first)), Duration.unsafeDivide(length, 3)),
+            onFailure: (error) =>
+              error._tag !== "PersistenceError" ? Effect.void : Effect.gen(function*() {
+                const now = yield* Clock.currentTimeMillis
+                yield* now < until
+                  ? Effect.logWarning("AgentLoop: lease renewal failed; retrying").pipe(
+                    Effect.annotateLogs({ ...annotations, error: error.message, retryIn: Duration.format(delay) })
+                  )
+                  : Effect.logError("AgentLoop: the lease ran out while its renewal kept failing; retrying").pipe(
+                    Effect.annotateLogs({ ...annotations, error: error.message, until: new Date(until).toISOString() })
+                  )
+                yield* Effect.sleep(delay)
+                return yield* renewing(until, Duration.min(Duration.times(delay, 2), cap))
+              })
+          })
+        )
+      yield* Effect.forkScoped(Effect.delay(renewing(lease.until, first), Duration.unsafeDivide(length, 3)))
       // Before each act the lease is renewed, which checks its fencing token: an owner that stalled
       // past its lease (renewals included) and was taken over stops here instead of acting twice.
-      const fence = Effect.asVoid(renew)
+      // A failed write is tried a few times before the turn fails on it.
+      const fence = Effect.suspend(() =>
+        lost !== undefined ? Effect.fail(lost) : Effect.asVoid(renew).pipe(
+          Effect.tapErrorTag("PersistenceError", (error) =>
+            Effect.logWarning("AgentLoop: lease check failed before an act").pipe(
+              Effect.annotateLogs({ ...annotations, error: error.message })
+            )),
+          Effect.retry({
+            while: (error) => error._tag === "PersistenceError",
+            schedule: Schedule.intersect(Schedule.exponential(first), Schedule.recurs(3))
+          })
+        )
+      )
       const obtained = new Map(state.results.map((result) => [result.id, result]))
       // Every request of the turn is settled now, so gate() never waits: approved calls run (once),
       // denied and expired ones come back as denial results.

@@ -68,15 +68,17 @@ export const ToolResult = Schema.Struct({
 export interface ToolResult extends Schema.Schema.Type<typeof ToolResult> {}
 
 /**
- * The result a denied call gives the model: who said no (`policy`, a human: `denied`, or nobody
- * in time: `expired`) and why, so it can change course instead of retrying blindly.
+ * The result a denied call gives the model: who said no (`policy`, a human: `denied`, nobody in
+ * time: `expired`, or the gate, because the call cannot be judged as made: `refused`, say a
+ * tool-call id the session already used) and why, so it can change course instead of retrying
+ * blindly.
  *
  * @since 0.1.0
  * @category models
  */
 export const Denial = Schema.Struct({
   denied: Schema.Literal(true),
-  outcome: Schema.Literal("policy", "denied", "expired"),
+  outcome: Schema.Literal("policy", "denied", "expired", "refused"),
   reason: Schema.String,
   message: Schema.String
 })
