@@ -57,7 +57,7 @@
  */
 import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
 import { Checkpoint, type PauseSignal, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Clock, Data, Duration, Effect, Schedule, Schema } from "effect"
+import { Clock, Data, Duration, Effect, Either, Schedule, Schema } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
 
 /**
@@ -297,6 +297,15 @@ const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: Session): GatedT
 
 const agentName = "@tool-gate/ai/AgentLoop"
 
+/** Saves a paused turn: the results obtained and the calls that wait. */
+type SaveTurn = (
+  results: Array<GatedToolkit.ToolResult>,
+  pending: Array<PauseSignal.PauseSignal>
+) => Effect.Effect<
+  Checkpoint.Token,
+  ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError
+>
+
 /** Backoff for a lease renewal that failed on the store: from 100 ms, doubling, capped well below a third of the lease. */
 const renewalBackoff = (length: Duration.Duration) => {
   const cap = Duration.min(Duration.seconds(5), Duration.unsafeDivide(length, 12))
@@ -362,6 +371,53 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       )
     )
 
+  /** Whether another checkpoint (another conversation's) already waits for the request. */
+  const heldElsewhere = (signal: PauseSignal.PauseSignal) =>
+    Effect.flatMap(Checkpoint.Checkpoints, (checkpoints) =>
+      checkpoints.find(signal.requestId).pipe(
+        Effect.as(true),
+        Effect.catchTag("CheckpointNotFound", () => Effect.succeed(false))
+      ))
+
+  /**
+   * The turn's results, and its checkpoint when calls wait for a human. A call whose id replayed
+   * a request another conversation's checkpoint waits for (the save refuses to mix them) is
+   * refused like any reused id, and the turn is saved, or goes on, without it.
+   */
+  const pauseOrGoOn = (
+    session: Session,
+    calls: ReadonlyArray<GatedToolkit.ModelCall>,
+    outcomes: ReadonlyArray<GatedToolkit.Outcome>,
+    save: SaveTurn
+  ): Effect.Effect<
+    { readonly results: Array<GatedToolkit.ToolResult>; readonly paused: Paused | undefined },
+    ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError,
+    Checkpoint.Checkpoints
+  > =>
+    Effect.gen(function*() {
+      const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
+      const pending = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [outcome.signal] : [])
+      if (pending.length === 0) return { results, paused: undefined }
+      const saved = yield* Effect.either(save(results, pending))
+      if (Either.isRight(saved)) return { results, paused: new Paused({ token: saved.right, requests: pending }) }
+      if (saved.left._tag !== "CheckpointInvalid") return yield* saved.left
+      const taken = new Set(
+        (yield* Effect.filter(pending, heldElsewhere)).map((signal) => signal.requestId)
+      )
+      if (taken.size === 0) return yield* saved.left
+      const refused = outcomes.map((outcome, i) =>
+        outcome._tag === "Pending" && taken.has(outcome.signal.requestId)
+          ? reusedIdOutcome(calls[i]!, session)
+          : outcome
+      )
+      yield* Effect.forEach(
+        refused,
+        (outcome, i) => outcome === outcomes[i] ? Effect.void : onStep(Step.CallHandled({ call: calls[i]!, outcome })),
+        { discard: true }
+      )
+      return yield* pauseOrGoOn(session, calls, refused, save)
+    })
+
   /**
    * One model turn's calls, each through the gate (after `fence`), then the checkpoint if any
    * waits for a human. If the turn fails in between, the requests it asked for are released.
@@ -371,10 +427,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
     session: Session,
     calls: ReadonlyArray<GatedToolkit.ModelCall>,
     fence: Effect.Effect<void, FE>,
-    save: (results: Array<GatedToolkit.ToolResult>, pending: Array<PauseSignal.PauseSignal>) => Effect.Effect<
-      Checkpoint.Token,
-      ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError
-    >
+    save: SaveTurn
   ) => {
     const asked: Array<PauseSignal.PauseSignal> = []
     return Effect.gen(function*() {
@@ -391,10 +444,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
             )
           )
         ))
-      const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
-      if (asked.length === 0) return { results, paused: undefined }
-      const token = yield* save(results, asked)
-      return { results, paused: new Paused({ token, requests: [...asked] }) }
+      return yield* pauseOrGoOn(session, calls, outcomes, save)
     }).pipe(Effect.onError(() => Effect.forEach(asked, releaseOrphan, { discard: true })))
   }
 

@@ -10,7 +10,7 @@ import { ApprovalStore, Checkpoint, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import { describe, it } from "../../support/effectTest.js"
-import { call, deploy, policy, reportSeen, seen } from "./fixtures.js"
+import { call, deploy, policy, reportSeen, seen, userText } from "./fixtures.js"
 import { onEveryStore, type Stores } from "./stores.js"
 
 const Tools = Toolkit.make(
@@ -161,6 +161,31 @@ const suite = (name: string, stores: Stores) =>
       return Effect.gen(function*() {
         expect(seen(completed(yield* agent.run("read", session)).text)).toEqual([reusedResult("c1", "read_file")])
         expect(ran).toEqual(["read_file a"])
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("a second conversation whose turn repeats a call id pending in the first's checkpoint: that call is refused, the rest goes on, and the first still resumes", () => {
+      const { layer, ran } = world(stores, [
+        (prompt) =>
+          userText(prompt) === "second"
+            ? { toolCalls: [deploy("c1", "production"), call("c2", "read_file", { path: "a" })] }
+            : { toolCalls: [deploy("c1", "production")] },
+        reportSeen
+      ])
+      return Effect.gen(function*() {
+        const gate = yield* ToolGate.ToolGate
+        const first = paused(yield* agent.run("first", session))
+        expect(seen(completed(yield* agent.run("second", session)).text)).toEqual([
+          reusedResult("c1", "deploy"),
+          { id: "c2", name: "read_file", isFailure: false, result: "contents of a" }
+        ])
+        expect(ran).toEqual(["read_file a"])
+        // the first conversation's request is untouched (not denied as an orphan) and resumes
+        yield* gate.respond(first.requests[0]!.requestId, { decision: "approve_once" })
+        expect(seen(completed(yield* agent.resume(first.token)).text)).toEqual([
+          { id: "c1", name: "deploy", isFailure: false, result: "deployed to production" }
+        ])
+        expect(ran).toEqual(["read_file a", "deploy production"])
       }).pipe(Effect.provide(layer))
     })
   })
