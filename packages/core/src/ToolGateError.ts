@@ -315,3 +315,61 @@ export class CheckpointInvalid extends Schema.TaggedError<CheckpointInvalid>()(
     return `Invalid checkpoint: ${listProblems(this.problems)}`
   }
 }
+
+// The union ---------------------------------------------------------------------------------------
+
+/**
+ * Every tool-gate error, as one schema: decodes any of them from its encoding (`_tag` tells which).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolGateError: Schema.Union<[
+  typeof ToolDenied,
+  typeof RequestNotFound,
+  typeof AlreadyResolved,
+  typeof RequestExpired,
+  typeof RequestPending,
+  typeof CallAlreadyExecuted,
+  typeof PolicyInvalid,
+  typeof InvalidToolCall,
+  typeof InvalidResponse,
+  typeof InvalidDuration,
+  typeof SessionApprovalNotFound,
+  typeof PersistenceError,
+  typeof CheckpointNotFound,
+  typeof AlreadyResumed,
+  typeof CheckpointClaimed,
+  typeof CheckpointInvalid
+]> = Schema.Union(
+  ToolDenied,
+  RequestNotFound,
+  AlreadyResolved,
+  RequestExpired,
+  RequestPending,
+  CallAlreadyExecuted,
+  PolicyInvalid,
+  InvalidToolCall,
+  InvalidResponse,
+  InvalidDuration,
+  SessionApprovalNotFound,
+  PersistenceError,
+  CheckpointNotFound,
+  AlreadyResumed,
+  CheckpointClaimed,
+  CheckpointInvalid
+)
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type ToolGateError = typeof ToolGateError.Type
+
+/**
+ * Whether `u` is one of tool-gate's errors (an instance of one of the classes above).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isToolGateError: (u: unknown) => u is ToolGateError = Schema.is(ToolGateError)
