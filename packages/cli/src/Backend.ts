@@ -26,53 +26,17 @@ import {
 } from "@tool-gate/core"
 import type { Api, Auth } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Context, Effect, Layer, type Option, type Redacted, Schema, type Stream } from "effect"
+import { Context, Effect, Layer, type Option, type Redacted, type Stream } from "effect"
 import { paged, pageSize } from "./internal/audit.js"
+import type { InvalidInput, ServerRedirected, ServerUnavailable } from "./internal/errors.js"
 
 /**
- * The server could not be reached, or answered something the API does not define.
+ * The CLI's own errors (`ServerUnavailable`, `ServerRedirected`, `InvalidInput`).
  *
  * @since 0.1.0
  * @category errors
  */
-export class ServerUnavailable extends Schema.TaggedError<ServerUnavailable>()("ServerUnavailable", {
-  url: Schema.String,
-  detail: Schema.String
-}) {
-  override get message(): string {
-    return `Server ${this.url}: ${this.detail}`
-  }
-}
-
-/**
- * The server answered with a redirect (3xx). The CLI follows none: another host's answer would be
- * shown as the server's ("no pending approvals"), and an answer sent there would not reach the
- * server. So the command stops here, says where the redirect leads, and sends nothing further.
- *
- * @since 0.1.0
- * @category errors
- */
-export class ServerRedirected extends Schema.TaggedError<ServerRedirected>()("ServerRedirected", {
-  url: Schema.String,
-  method: Schema.String,
-  path: Schema.String,
-  status: Schema.Number,
-  location: Schema.optional(Schema.String)
-}) {
-  override get message(): string {
-    const to = this.location === undefined ? "with no location" : `to ${this.location}`
-    return `Server ${this.url}: answered ${this.method} ${this.path} with a redirect (${this.status}) ${to};`
-      + " toolgate follows no redirect: give --server the URL that answers itself"
-  }
-}
-
-/**
- * An input the command or the server refused before acting on it.
- *
- * @since 0.1.0
- * @category errors
- */
-export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", { message: Schema.String }) {}
+export { InvalidInput, ServerRedirected, ServerUnavailable } from "./internal/errors.js"
 
 /**
  * Every failure a command can meet, whichever backend serves it.
@@ -81,15 +45,8 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
  * @category errors
  */
 export type BackendError =
-  | ToolGateError.RequestNotFound
-  | ToolGateError.AlreadyResolved
-  | ToolGateError.RequestExpired
-  | ToolGateError.InvalidResponse
-  | ToolGateError.InvalidDuration
-  | ToolGateError.InvalidToolCall
-  | ToolGateError.SessionApprovalNotFound
+  | ToolGateError.ToolGateError
   | Api.SessionNotFound
-  | ToolGateError.PersistenceError
   | Auth.Unauthorized
   | Auth.Forbidden
   | ServerUnavailable
@@ -214,5 +171,7 @@ export interface RemoteOptions {
 export const layerRemote = (options: RemoteOptions): Layer.Layer<Backend> =>
   // loaded only when asked for, so commands on the file start without the HTTP client and API
   Layer.unwrapEffect(
-    Effect.promise(() => import("./internal/remote.js")).pipe(Effect.map((remote) => remote.layer(options)))
+    Effect.promise(() => import("./internal/remote.js")).pipe(
+      Effect.map((remote) => Layer.effect(Backend, remote.make(options)))
+    )
   )

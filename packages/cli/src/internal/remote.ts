@@ -1,5 +1,5 @@
 /**
- * The `Backend` against a running server: a client derived from the server's `HttpApi` contract
+ * `Backend.layerRemote`'s service: against a running server: a client derived from the server's `HttpApi` contract
  * (its schemas and typed errors), a bearer token on every request, and the audit stream read as
  * Server-Sent Events.
  */
@@ -8,25 +8,47 @@ import {
   HttpApiClient,
   HttpApiError,
   HttpClient,
+  HttpClientError,
   HttpClientRequest,
   HttpClientResponse
 } from "@effect/platform"
-import type { ApprovalRequest, SessionApproval, ToolCall } from "@tool-gate/core"
+import { type ApprovalRequest, type SessionApproval, type ToolCall, ToolGateError } from "@tool-gate/core"
 import { Api, Auth } from "@tool-gate/server"
-import { Effect, Layer, Option, type Redacted, Schedule, Schema, Stream } from "effect"
-import {
-  type AuditOptions,
-  Backend,
-  type BackendError,
-  InvalidInput,
-  type RemoteOptions,
-  ServerRedirected,
-  ServerUnavailable
-} from "../Backend.js"
+import { Effect, Option, type Redacted, Schedule, Schema, Stream } from "effect"
 import { paged, pageSize, sseEvents } from "./audit.js"
+import { InvalidInput, ServerRedirected, ServerUnavailable } from "./errors.js"
 
-// What a failed reply carries when the API declares it; anything else is the server's fault.
+// The server's own errors a failed reply may carry (its body, or the client's decoding of it).
 const ErrorReply = Schema.Union(Auth.Unauthorized, Auth.Forbidden, Api.SessionNotFound)
+const isErrorReply = Schema.is(ErrorReply)
+
+/** What a remote call fails with: the API's own errors, decoded, or what went wrong on the way. */
+type RemoteError =
+  | ToolGateError.ToolGateError
+  | typeof ErrorReply.Type
+  | ServerRedirected
+  | ServerUnavailable
+  | InvalidInput
+
+/** The API's own errors arrive as instances of their classes: those pass through as they are. */
+const isApiError = (error: unknown): error is RemoteError =>
+  ToolGateError.isToolGateError(error) || isErrorReply(error) || error instanceof ServerRedirected
+
+/** The server to talk to (`Backend.RemoteOptions`). */
+interface Options {
+  readonly url: string
+  readonly token: Option.Option<Redacted.Redacted>
+}
+
+/** An answer as the command gives it (`Backend.Answer`). */
+type Answer = Omit<ApprovalRequest.ApprovalResponse, "respondedBy">
+
+/** What `audit` reads (`Backend.AuditOptions`). */
+interface AuditOptions {
+  readonly afterSeq?: number | undefined
+  readonly sessionKey?: string | undefined
+  readonly follow: boolean
+}
 
 const withToken = (token: Option.Option<Redacted.Redacted>) => (request: HttpClientRequest.HttpClientRequest) =>
   Option.match(token, { onNone: () => request, onSome: (value) => HttpClientRequest.bearerToken(request, value) })
@@ -60,128 +82,116 @@ const reasonOf = (error: unknown): string => {
   return reason instanceof Error ? reason.message : String(reason)
 }
 
-/** `Backend.layerRemote`'s implementation. */
-export const layer = (options: RemoteOptions): Layer.Layer<Backend> =>
-  Layer.effect(
-    Backend,
-    Effect.gen(function*() {
-      const url = options.url.replace(/\/+$/, "")
-      const http = (yield* HttpClient.HttpClient).pipe(
-        HttpClient.mapRequest(withToken(options.token)),
-        noRedirects(url)
-      )
-      const client = yield* HttpApiClient.makeWith(Api.Api, { httpClient: http, baseUrl: url })
-      const unavailable = (detail: string) => new ServerUnavailable({ url, detail })
-      /** The API's own errors pass through; transport and protocol failures say what went wrong. */
-      const call = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, BackendError> =>
-        Effect.catchAll(effect, (error: unknown) => {
-          if (error instanceof HttpApiError.HttpApiDecodeError) {
-            return Effect.fail(new InvalidInput({ message: `The server refused the input: ${error.message}` }))
-          }
-          if (error !== null && typeof error === "object" && "_tag" in error) {
-            switch (error._tag) {
-              case "RequestNotFound":
-              case "AlreadyResolved":
-              case "RequestExpired":
-              case "InvalidResponse":
-              case "InvalidDuration":
-              case "SessionApprovalNotFound":
-              case "SessionNotFound":
-              case "PersistenceError":
-              case "Unauthorized":
-              case "Forbidden":
-              case "ServerRedirected":
-                return Effect.fail(error as BackendError)
-              case "RequestError":
-                return Effect.fail(unavailable(`cannot connect (${reasonOf(error)})`))
-              case "ResponseError":
-                return Effect.fail(unavailable(`unexpected reply: ${(error as unknown as Error).message}`))
-            }
-          }
-          return Effect.fail(unavailable(`unreadable reply: ${String(error)}`))
-        })
-      const stream = ({ afterSeq, sessionKey }: AuditOptions, onConnected: Effect.Effect<void>) =>
-        Stream.unwrapScoped(Effect.gen(function*() {
-          const request = HttpClientRequest.get(`${url}/audit/stream`).pipe(
-            HttpClientRequest.setUrlParams({
-              ...(afterSeq !== undefined ? { afterSeq: String(afterSeq) } : {}),
-              ...(sessionKey !== undefined ? { sessionKey } : {})
-            })
+/** `Backend.layerRemote`'s service. */
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const url = options.url.replace(/\/+$/, "")
+    const http = (yield* HttpClient.HttpClient).pipe(
+      HttpClient.mapRequest(withToken(options.token)),
+      noRedirects(url)
+    )
+    const client = yield* HttpApiClient.makeWith(Api.Api, { httpClient: http, baseUrl: url })
+    const unavailable = (detail: string) => new ServerUnavailable({ url, detail })
+    /** The API's own errors pass through; transport and protocol failures say what went wrong. */
+    const call = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, RemoteError> =>
+      Effect.catchAll(effect, (error: unknown) => {
+        if (error instanceof HttpApiError.HttpApiDecodeError) {
+          return Effect.fail(new InvalidInput({ message: `The server refused the input: ${error.message}` }))
+        }
+        if (isApiError(error)) return Effect.fail(error)
+        if (HttpClientError.isHttpClientError(error)) {
+          return Effect.fail(
+            error._tag === "RequestError"
+              ? unavailable(`cannot connect (${reasonOf(error)})`)
+              : unavailable(`unexpected reply: ${error.message}`)
           )
-          const response = yield* call(http.execute(request))
-          if (response.status !== 200) {
-            const refused = yield* call(HttpClientResponse.schemaBodyJson(ErrorReply)(response))
-            return yield* Effect.fail(refused)
-          }
-          yield* onConnected
-          return Stream.mapError(sseEvents(response.stream), (error) =>
-            error._tag === "ParseError"
-              ? unavailable(`unreadable event: ${error.message}`)
-              : unavailable(`the event stream failed: ${error.message}`))
-        }))
-      /**
-       * The stream, connected again after the last event seen whenever it drops once it was up (a
-       * server restart): the server resumes exactly there, so nothing is missed or repeated. A
-       * first connection that fails, a refused token, or a redirect (at any connection) ends the command.
-       */
-      const follow = (options: AuditOptions) =>
-        Stream.suspend(() => {
-          let afterSeq = options.afterSeq
-          let connected = false
-          const connectedOnce = Effect.sync(() => {
-            connected = true
+        }
+        return Effect.fail(unavailable(`unreadable reply: ${String(error)}`))
+      })
+    const stream = ({ afterSeq, sessionKey }: AuditOptions, onConnected: Effect.Effect<void>) =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const request = HttpClientRequest.get(`${url}/audit/stream`).pipe(
+          HttpClientRequest.setUrlParams({
+            ...(afterSeq !== undefined ? { afterSeq: String(afterSeq) } : {}),
+            ...(sessionKey !== undefined ? { sessionKey } : {})
           })
-          return Stream.suspend(() => stream({ ...options, afterSeq }, connectedOnce)).pipe(
-            Stream.tap((event) =>
-              Effect.sync(() => {
-                afterSeq = event.seq
-              })
-            ),
-            Stream.concat(Stream.fail(unavailable("the event stream ended"))),
-            Stream.retry(
-              Schedule.spaced("1 second").pipe(
-                Schedule.whileInput((error: BackendError) => connected && error._tag === "ServerUnavailable")
-              )
-            )
-          )
+        )
+        const response = yield* call(http.execute(request))
+        if (response.status !== 200) {
+          const refused = yield* call(HttpClientResponse.schemaBodyJson(ErrorReply)(response))
+          return yield* Effect.fail(refused)
+        }
+        yield* onConnected
+        return Stream.mapError(sseEvents(response.stream), (error) =>
+          error._tag === "ParseError"
+            ? unavailable(`unreadable event: ${error.message}`)
+            : unavailable(`the event stream failed: ${error.message}`))
+      }))
+    /**
+     * The stream, connected again after the last event seen whenever it drops once it was up (a
+     * server restart): the server resumes exactly there, so nothing is missed or repeated. A
+     * first connection that fails, a refused token, or a redirect (at any connection) ends the command.
+     */
+    const follow = (options: AuditOptions) =>
+      Stream.suspend(() => {
+        let afterSeq = options.afterSeq
+        let connected = false
+        const connectedOnce = Effect.sync(() => {
+          connected = true
         })
-      // The server checks ids and session keys against its schemas; these casts only name them.
-      const request = (requestId: string) => ({ requestId: requestId as ApprovalRequest.RequestId })
-      const session = (sessionKey: string) => sessionKey as ToolCall.SessionKey
-      return Backend.of({
-        target: url,
-        pending: (sessionKey) =>
-          call(
-            client.approvals.pending({
-              urlParams: { sessionKey: sessionKey === undefined ? undefined : session(sessionKey) }
+        return Stream.suspend(() => stream({ ...options, afterSeq }, connectedOnce)).pipe(
+          Stream.tap((event) =>
+            Effect.sync(() => {
+              afterSeq = event.seq
             })
           ),
-        respond: (requestId, answer) => call(client.approvals.respond({ path: request(requestId), payload: answer })),
-        extend: (requestId, ttlMs) => call(client.approvals.extend({ path: request(requestId), payload: { ttlMs } })),
-        sessionApprovals: (sessionKey) => call(client.sessions.list({ path: { sessionKey: session(sessionKey) } })),
-        revoke: (sessionKey, sessionApprovalId) =>
-          call(client.sessions.revoke({
-            path: {
-              sessionKey: session(sessionKey),
-              sessionApprovalId: sessionApprovalId as SessionApproval.SessionApprovalId
-            }
-          })),
-        clear: (sessionKey) =>
-          Effect.map(call(client.sessions.clear({ path: { sessionKey: session(sessionKey) } })), (r) => r.cleared),
-        audit: (options) =>
-          options.follow
-            ? follow(options)
-            : paged(
-              (after) =>
-                call(client.audit.query({
-                  urlParams: {
-                    afterSeq: after,
-                    sessionKey: options.sessionKey === undefined ? undefined : session(options.sessionKey),
-                    limit: pageSize
-                  }
-                })),
-              options.afterSeq ?? 0
+          Stream.concat(Stream.fail(unavailable("the event stream ended"))),
+          Stream.retry(
+            Schedule.spaced("1 second").pipe(
+              Schedule.whileInput((error: RemoteError) => connected && error instanceof ServerUnavailable)
             )
+          )
+        )
       })
-    })
-  ).pipe(Layer.provide(FetchHttpClient.layer))
+    // The server checks ids and session keys against its schemas; these casts only name them.
+    const request = (requestId: string) => ({ requestId: requestId as ApprovalRequest.RequestId })
+    const session = (sessionKey: string) => sessionKey as ToolCall.SessionKey
+    return {
+      target: url,
+      pending: (sessionKey: string | undefined) =>
+        call(
+          client.approvals.pending({
+            urlParams: { sessionKey: sessionKey === undefined ? undefined : session(sessionKey) }
+          })
+        ),
+      respond: (requestId: string, answer: Answer) =>
+        call(client.approvals.respond({ path: request(requestId), payload: answer })),
+      extend: (requestId: string, ttlMs: number) =>
+        call(client.approvals.extend({ path: request(requestId), payload: { ttlMs } })),
+      sessionApprovals: (sessionKey: string) =>
+        call(client.sessions.list({ path: { sessionKey: session(sessionKey) } })),
+      revoke: (sessionKey: string, sessionApprovalId: string) =>
+        call(client.sessions.revoke({
+          path: {
+            sessionKey: session(sessionKey),
+            sessionApprovalId: sessionApprovalId as SessionApproval.SessionApprovalId
+          }
+        })),
+      clear: (sessionKey: string) =>
+        Effect.map(call(client.sessions.clear({ path: { sessionKey: session(sessionKey) } })), (r) => r.cleared),
+      audit: (options: AuditOptions) =>
+        options.follow
+          ? follow(options)
+          : paged(
+            (after) =>
+              call(client.audit.query({
+                urlParams: {
+                  afterSeq: after,
+                  sessionKey: options.sessionKey === undefined ? undefined : session(options.sessionKey),
+                  limit: pageSize
+                }
+              })),
+            options.afterSeq ?? 0
+          )
+    }
+  }).pipe(Effect.provide(FetchHttpClient.layer))
