@@ -4,7 +4,7 @@
  * the repository (its registry dependencies come from the registry), then the installed bin under
  * plain Node, with no Bun on the PATH and nothing of the repository in reach: `--help`, `policy
  * check` and `pending --db` as this user and, when this is root, as `nobody`, who can write neither
- * the install nor its folders; `serve` with its web console.
+ * the install nor its folders; `serve` with its web console; `demo` in an empty folder.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { spawnSync } from "node:child_process"
@@ -133,6 +133,17 @@ describe.skipIf(offline)("the installed toolgate bin", () => {
       await server.exited
     }
   }, 60_000)
+
+  test("demo: the agent pauses, is approved by another toolgate process and resumes, from the bundle alone", () => {
+    // an empty folder outside the repository: the demo's agent ships inside the bundle
+    const home = join(dir, "home-demo")
+    mkdirSync(home)
+    const demo = installed(["demo"], { cwd: home })
+    expect({ code: demo.code, stderr: demo.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(demo.stdout).toMatch(/\$ npx toolgate approve req_[0-9a-f-]{36} --db \.toolgate\/demo\.db\napproved req_/)
+    expect(demo.stdout).toContain("done after 2 model turns.")
+    expect(readdirSync(join(home, ".toolgate"))).toContain("demo.db")
+  }, 120_000)
 
   const users = isRoot ? [undefined, "nobody"] : [undefined]
   for (const user of users) {
