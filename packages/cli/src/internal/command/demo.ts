@@ -9,10 +9,12 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { spawn } from "node:child_process"
 import { rmSync } from "node:fs"
-import { demoDb } from "../demo/releaseAgent.js"
 import { Failed } from "../errors.js"
 import { ExitCode } from "../exit.js"
 import { printLines } from "../print.js"
+
+/** The demo's database, in the folder the demo runs in. */
+const demoDb = ".toolgate/demo.db"
 
 interface Ended {
   readonly pid: number | undefined
@@ -77,9 +79,9 @@ const agent = Command.make(
     )
   },
   ({ resume }) =>
-    // the agent (and @effect/ai) is loaded only for the demo
+    // the agent (and @effect/ai) is loaded only for the demo: importing the CLI needs neither
     Effect.promise(() => import("../demo/agent.js")).pipe(
-      Effect.flatMap((demo) => demo.run(resume)),
+      Effect.flatMap((demo) => demo.run(demoDb, resume)),
       Effect.catchAll((error) => Console.error(String(error)).pipe(Effect.zipRight(new Failed({ code: 1 }))))
     )
 ).pipe(

@@ -8,7 +8,7 @@ import type { AgentLoop } from "@tool-gate/ai"
 import { ApprovalStore, type AuditEvent } from "@tool-gate/core"
 import { Console, Effect, Option } from "effect"
 import { printLines } from "../print.js"
-import { agent, demoDb, layer, task } from "./releaseAgent.js"
+import { agent, layer, task } from "./releaseAgent.js"
 
 const json = (value: unknown) => JSON.stringify(value)
 
@@ -26,7 +26,7 @@ const narrate = (step: AgentLoop.Step): Effect.Effect<void> => {
   }
 }
 
-const paused = (result: AgentLoop.Paused) =>
+const paused = (db: string, result: AgentLoop.Paused) =>
   printLines([
     "",
     `paused: ${result.requests.length} request(s) wait for a human; the checkpoint is saved and this process exits.`,
@@ -37,7 +37,7 @@ const paused = (result: AgentLoop.Paused) =>
     ]),
     "answer from any process:",
     ...result.requests.map((signal) =>
-      `  npx toolgate approve ${signal.requestId} --db ${demoDb}    (or: npx toolgate deny ${signal.requestId} --reason "why" --db ${demoDb})`
+      `  npx toolgate approve ${signal.requestId} --db ${db}    (or: npx toolgate deny ${signal.requestId} --reason "why" --db ${db})`
     ),
     "then resume the agent:",
     `  npx toolgate demo agent --resume ${result.token}`
@@ -54,8 +54,8 @@ const auditTrail = (events: ReadonlyArray<AuditEvent.AuditEvent>) =>
     )
   ])
 
-/** Runs a new conversation, or resumes the paused one whose checkpoint `resume` names. */
-export const run = (resume: Option.Option<string>) =>
+/** Runs a new conversation on the SQLite file `db`, or resumes the paused one whose checkpoint `resume` names. */
+export const run = (db: string, resume: Option.Option<string>) =>
   Effect.gen(function*() {
     const loop = agent(narrate)
     let result: AgentLoop.Result
@@ -68,8 +68,8 @@ export const run = (resume: Option.Option<string>) =>
       yield* Console.log(`user   > ${task}`)
       result = yield* loop.run(task, { sessionKey, agentId: "release-bot", intentId: "ship-1.2.0" })
     }
-    if (result._tag === "Paused") return yield* paused(result)
+    if (result._tag === "Paused") return yield* paused(db, result)
     yield* printLines(["", `done after ${result.turns} model turns.`, ""])
     const store = yield* ApprovalStore.ApprovalStore
     yield* auditTrail(yield* store.events())
-  }).pipe(Effect.provide(layer(demoDb)))
+  }).pipe(Effect.provide(layer(db)))

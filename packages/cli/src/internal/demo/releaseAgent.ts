@@ -10,9 +10,6 @@ import { Policy } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Layer, Schema } from "effect"
 
-/** The demo's database, in the folder the demo runs in. */
-export const demoDb = ".toolgate/demo.db"
-
 const ReleaseTools = Toolkit.make(
   Tool.make("read_file", {
     description: "Read a file of the repository",
