@@ -1,6 +1,6 @@
 /**
- * The demo's release agent (examples/release-agent.ts) as a process for the process tests, under
- * Node (bundled) or Bun. Prints one JSON object per line.
+ * The release agent `toolgate demo` runs (packages/cli/src/internal/demo/releaseAgent.ts) as a
+ * process for the process tests, under Node (bundled) or Bun. Prints one JSON object per line.
  *
  *   run     DB [TTL_MS]                     start the conversation: "paused" (token, requests) or "completed"
  *   answer  DB REQUEST_ID DECISION [REASON]  answer one request as "ops": "answered" or "refused"
@@ -10,7 +10,7 @@
 import type { AgentLoop } from "@tool-gate/ai"
 import { ToolGate } from "@tool-gate/core"
 import { Effect, Either } from "effect"
-import { agent, layer, task } from "../../../examples/release-agent.js"
+import { agent, layer, task } from "../../../packages/cli/src/internal/demo/releaseAgent.js"
 
 const [command, filename, ...rest] = process.argv.slice(2)
 const say = (value: object) => Effect.sync(() => console.log(JSON.stringify(value)))

@@ -1,8 +1,8 @@
 /**
  * The release agent of `toolgate demo`, shipped inside the CLI so the published bundle carries it
- * (the repository's examples/release-agent.ts is the same agent): three tools (`read_file`
- * allowed, `deploy` needing approval, `drop_database` denied by policy), the policy, a scripted
- * model (no network) and the layers on one SQLite file.
+ * (the process tests run it too): three tools (`read_file` allowed, `deploy` needing approval,
+ * `drop_database` denied by policy), the policy, a scripted model (no network) and the layers on
+ * one SQLite file.
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { AgentLoop, GatedToolkit, ScriptedModel } from "@tool-gate/ai"
