@@ -26,7 +26,7 @@ const sourcesUnder = (dir) =>
  * the end of the comment, with the comment's ` * ` margin removed, and the line the example's
  * code starts on (for error messages). A fenced block (```ts ... ```) gives its content.
  */
-export const examplesOf = (text) => {
+const examplesOf = (text) => {
   const out = []
   for (const comment of text.matchAll(/\/\*\*[\s\S]*?\*\//g)) {
     const firstLine = text.slice(0, comment.index).split("\n").length
