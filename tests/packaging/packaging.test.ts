@@ -25,6 +25,7 @@ import {
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
+import { postgresUrl } from "../support/postgresSuite.js"
 import { pgSchema, pgUrl } from "../support/sqlStores.js"
 
 /**
@@ -320,9 +321,7 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
       )
       succeeded("tsc (Bundler)", await run([node!, tsc, "-p", "tsconfig.bundler.json"], app))
       succeeded("tsc (NodeNext)", await run([node!, tsc, "-p", "tsconfig.nodenext.json"], app))
-      if (pgUrl === undefined) {
-        console.warn("TOOLGATE_PG_URL is not set: the packaged consumer's PostgreSQL step is SKIPPED")
-      }
+      postgresUrl("step of the packaged consumer")
       const env = await consumerEnv()
       const result = succeeded("node out/consumer.js", await run([node!, "out/consumer.js"], app, env))
       expect(result.stdout.trim()).toBe(expected(pgUrl !== undefined))

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { sqliteClient, storeOver } from "../support/sqlStores.js"
-import { runWorker, spawnWorker } from "./support/nodeProcess.js"
+import { pastDeadline, runWorker, spawnWorker } from "./support/nodeProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "toolgate-agent-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -105,7 +105,7 @@ describe("an agent paused in one process, answered from another, resumed in a th
     const paused = await runWorker(["run", db, "300"], node)
     expect(paused).toMatchObject({ event: "paused", ttlMs: [300] })
     // No process runs while the TTL passes: expiry is settled on the next read.
-    await Bun.sleep(400)
+    await pastDeadline(Math.max(...paused.expiresAt as Array<number>))
     const [requestId] = paused.requestIds as Array<string>
     expect(await runWorker(["answer", db, requestId!, "approve_once"], bun)).toMatchObject({
       event: "refused",

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { sqliteClient, storeOver } from "../support/sqlStores.js"
-import { runWorker, spawnWorker } from "./support/nodeProcess.js"
+import { pastDeadline, runWorker, spawnWorker } from "./support/nodeProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "toolgate-process-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -100,7 +100,7 @@ describe("processes sharing a SQLite file (Node, better-sqlite3)", () => {
     await holder.next("ready")
     holder.kill("SIGKILL")
     await holder.exited
-    await Bun.sleep(400)
+    await pastDeadline(Math.max(...holder.lines.filter((l) => l.event === "paused").map((l) => Number(l.expiresAt))))
     const before = await inspect(db, (store) => store.listPending())
     expect(before).toHaveLength(2)
 

@@ -13,7 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { migrations, tables } from "../../packages/core/src/internal/sqlSchema.js"
-import { pgClient, pgSchema, pgUrl, sqliteClient, storeOver } from "../support/sqlStores.js"
+import { postgresUrl } from "../support/postgresSuite.js"
+import { pgClient, pgSchema, sqliteClient, storeOver } from "../support/sqlStores.js"
 import { spawnWorker, type Worker } from "./support/nodeProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "toolgate-startup-"))
@@ -78,7 +79,7 @@ describe("processes opening a store at once", () => {
     expect(written).toEqual(oneToMax(written))
   }, 120_000)
 
-  const url = pgUrl
+  const url = postgresUrl("store start-up tests")
   const onPostgres = (previousVersion: boolean) => () =>
     Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const schemaUrl = yield* pgSchema(url!)

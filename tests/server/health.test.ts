@@ -9,10 +9,11 @@ import { SqlClient } from "@effect/sql"
 import { ToolGatePg } from "@tool-gate/pg"
 import { Server } from "@tool-gate/server"
 import { Database } from "bun:sqlite"
-import { describe as bunDescribe, expect } from "bun:test"
+import { expect } from "bun:test"
 import { Context, Effect, Fiber, Layer, Option, Redacted, Schedule } from "effect"
 import { describe, it } from "../support/effectTest.js"
-import { pgClient, pgSchema, pgUrl } from "../support/sqlStores.js"
+import { describePostgres } from "../support/postgresSuite.js"
+import { pgClient, pgSchema } from "../support/sqlStores.js"
 import { authorization, policy, startServer, tokenList } from "./support/server.js"
 
 const unavailable = { _tag: "Unavailable", message: "The approval store is not answering" }
@@ -103,9 +104,4 @@ const pgSuite = (url: string) =>
       }))
   })
 
-if (pgUrl === undefined) {
-  console.warn("PostgreSQL tests SKIPPED: TOOLGATE_PG_URL not set")
-  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => pgSuite(""))
-} else {
-  pgSuite(pgUrl)
-}
+describePostgres("health tests", pgSuite)

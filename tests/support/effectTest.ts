@@ -34,22 +34,22 @@ export interface Methods<R> {
   readonly live: (name: string, body: TestBody<R | Scope.Scope>, timeout?: number) => void
 }
 
+/**
+ * What each method hands `bun:test`: the body run to a promise that settles when the test ends
+ * (its scope, if any, closed by then). Exported so the support's own tests can check that.
+ */
+export const run = {
+  effect: (body: TestBody<TestServices.TestServices>): Promise<void> =>
+    toPromise(Effect.suspend(body).pipe(Effect.provide(TestContext.TestContext))),
+  scoped: (body: TestBody<Scope.Scope | TestServices.TestServices>): Promise<void> =>
+    toPromise(Effect.suspend(body).pipe(Effect.scoped, Effect.provide(TestContext.TestContext))),
+  live: (body: TestBody<Scope.Scope>): Promise<void> => toPromise(Effect.suspend(body).pipe(Effect.scoped))
+}
+
 const makeMethods = <R>(provide: <A, E>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E>): Methods<R> => ({
-  effect: (name, body, timeout) =>
-    test(
-      name,
-      () => toPromise(provide(Effect.suspend(body).pipe(Effect.provide(TestContext.TestContext)) as never)),
-      timeout
-    ),
-  scoped: (name, body, timeout) =>
-    test(
-      name,
-      () =>
-        toPromise(provide(Effect.suspend(body).pipe(Effect.scoped, Effect.provide(TestContext.TestContext)) as never)),
-      timeout
-    ),
-  live: (name, body, timeout) =>
-    test(name, () => toPromise(provide(Effect.suspend(body).pipe(Effect.scoped) as never)), timeout)
+  effect: (name, body, timeout) => test(name, () => run.effect(() => provide(body() as never)), timeout),
+  scoped: (name, body, timeout) => test(name, () => run.scoped(() => provide(body() as never)), timeout),
+  live: (name, body, timeout) => test(name, () => run.live(() => provide(body() as never)), timeout)
 })
 
 export const it: Methods<never> = makeMethods((effect) => effect)

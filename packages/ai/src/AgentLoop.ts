@@ -56,28 +56,9 @@
  * @since 0.1.0
  */
 import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
-import { Checkpoint, type PauseSignal, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Checkpoint, type PauseSignal, ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Clock, Data, Duration, Effect, Either, Schedule, Schema } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
-
-/**
- * Whose conversation this is; every tool call of the loop carries it.
- *
- * @since 0.1.0
- * @category models
- */
-export const Session = Schema.Struct({
-  sessionKey: Schema.String,
-  agentId: Schema.optional(Schema.String),
-  intentId: Schema.optional(Schema.String),
-  userId: Schema.optional(Schema.String),
-  workingDirectory: Schema.optional(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export interface Session extends Schema.Schema.Type<typeof Session> {}
 
 /**
  * What a paused loop stores: the conversation up to and including the model's turn with the tool
@@ -88,7 +69,7 @@ export interface Session extends Schema.Schema.Type<typeof Session> {}
  * @category models
  */
 export const State = Schema.Struct({
-  session: Session,
+  session: ToolCall.CallContext,
   prompt: Prompt.Prompt,
   calls: Schema.Array(GatedToolkit.ModelCall),
   results: Schema.Array(GatedToolkit.ToolResult),
@@ -215,7 +196,7 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
   /** Starts a conversation (or continues one: pass a `Completed`'s prompt plus the next message). */
   readonly run: (
     prompt: Prompt.RawInput,
-    session: Session
+    session: ToolCall.CallContext
   ) => Effect.Effect<Result, Error<Tools> | E, Requirements<Tools> | R>
   /**
    * Continues a paused conversation once every request of its turn is answered or expired. The
@@ -270,7 +251,7 @@ const reusedId = (call: GatedToolkit.ModelCall) => (error: unknown): boolean =>
 
 // A new model turn that reuses a call id of the session: the call does not run, and the model
 // reads why (as it reads a denial) instead of the conversation failing on every resume for good.
-const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: Session): GatedToolkit.Settled => {
+const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: ToolCall.CallContext): GatedToolkit.Settled => {
   const reason =
     `tool-call id ${call.id} was already used in this session (by an earlier call); call ids must be unique per session`
   return GatedToolkit.Outcome.Denied({
@@ -385,7 +366,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
    * refused like any reused id, and the turn is saved, or goes on, without it.
    */
   const pauseOrGoOn = (
-    session: Session,
+    session: ToolCall.CallContext,
     calls: ReadonlyArray<GatedToolkit.ModelCall>,
     outcomes: ReadonlyArray<GatedToolkit.Outcome>,
     save: SaveTurn
@@ -424,7 +405,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
    */
   const settleTurn = <FE>(
     toolkit: Toolkit.WithHandler<Tools>,
-    session: Session,
+    session: ToolCall.CallContext,
     calls: ReadonlyArray<GatedToolkit.ModelCall>,
     fence: Effect.Effect<void, FE>,
     save: SaveTurn
@@ -451,7 +432,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
   /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
   const continueFrom = <FE>(
     toolkit: Toolkit.WithHandler<Tools>,
-    session: Session,
+    session: ToolCall.CallContext,
     start: Prompt.Prompt,
     turnsSoFar: number,
     fence: Effect.Effect<void, FE>
@@ -501,7 +482,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       }
     })
 
-  const run = (prompt: Prompt.RawInput, session: Session) =>
+  const run = (prompt: Prompt.RawInput, session: ToolCall.CallContext) =>
     Effect.flatMap(resolveToolkit, (toolkit) => continueFrom(toolkit, session, Prompt.make(prompt), 0, Effect.void))
 
   const resume = (token: string, resumeOptions?: Checkpoint.ResumeOptions) =>

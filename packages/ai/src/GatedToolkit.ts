@@ -29,7 +29,8 @@
  * @since 0.1.0
  */
 import { AiError, type Tool, type Toolkit } from "@effect/ai"
-import { GatedTool, PauseSignal, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
+import type { ToolCall } from "@tool-gate/core"
+import { GatedTool, PauseSignal, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Data, Effect, ParseResult, Schema } from "effect"
 
 /**
@@ -115,14 +116,6 @@ export const Outcome = Data.taggedEnum<Outcome>()
 export type Settled = Exclude<Outcome, { readonly _tag: "Pending" }>
 
 /**
- * Whose calls these are: everything of a tool call but its id, name and arguments.
- *
- * @since 0.1.0
- * @category models
- */
-export type Session = Omit<GatedTool.CallContext, "id">
-
-/**
  * @since 0.1.0
  * @category models
  */
@@ -158,7 +151,7 @@ const parametersOf = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.W
 const judged = <Tools extends Record<string, Tool.Any>>(
   toolkit: Toolkit.WithHandler<Tools>,
   call: ModelCall,
-  session: Session
+  session: ToolCall.CallContext
 ): Effect.Effect<ToolCall.ToolCallInput, AiError.AiError | ToolGateError.InvalidToolCall> => {
   const parameters = parametersOf(toolkit, call.name)
   if (parameters === undefined) {
@@ -221,7 +214,7 @@ const handler = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.WithHa
 export const authorize = <Tools extends Record<string, Tool.Any>>(
   toolkit: Toolkit.WithHandler<Tools>,
   call: ModelCall,
-  session: Session
+  session: ToolCall.CallContext
 ): Effect.Effect<Outcome, Error<Tools>, ToolGate.ToolGate | Tool.Requirements<Tools[keyof Tools]>> =>
   Effect.flatMap(ToolGate.ToolGate, (service) => Effect.flatMap(judged(toolkit, call, session), service.authorize))
     .pipe(
@@ -244,7 +237,7 @@ export const authorize = <Tools extends Record<string, Tool.Any>>(
 export const gate = <Tools extends Record<string, Tool.Any>>(
   toolkit: Toolkit.WithHandler<Tools>,
   call: ModelCall,
-  session: Session
+  session: ToolCall.CallContext
 ): Effect.Effect<
   Settled,
   Error<Tools>,

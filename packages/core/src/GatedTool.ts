@@ -31,21 +31,14 @@ import { type Allowed, type CallError, ToolGate } from "./ToolGate.js"
 import { type CallAlreadyExecuted, InvalidToolCall, problemsOf, ToolDenied } from "./ToolGateError.js"
 
 /**
- * Who makes the call and where: everything of a `ToolCall` but the tool's name and arguments.
- * `id` is the caller's id for this call (an LLM's tool-call id); asking again with it returns
- * the recorded answer.
+ * A gated tool function: the call's arguments, and its context with `id`, the caller's id for
+ * this call (an LLM's tool-call id); asking again with it returns the recorded answer.
  *
  * @since 0.1.0
  * @category models
  */
-export type CallContext = Omit<ToolCall.ToolCallInput, "name" | "args">
-
-/**
- * @since 0.1.0
- * @category models
- */
 export interface GatedTool<in I, out A, out E, out R> {
-  (args: I, context: CallContext): Effect.Effect<
+  (args: I, context: ToolCall.CallContext & { readonly id: string }): Effect.Effect<
     A | PauseSignal.PauseSignal,
     E | ToolDenied | CallAlreadyExecuted | CallError,
     R | ToolGate

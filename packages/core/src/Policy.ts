@@ -20,13 +20,13 @@
  * @since 0.1.0
  */
 import { FileSystem } from "@effect/platform"
-import { Effect as Effect_, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type * as Decision from "./Decision.js"
-import { canonicalJson, sha256 } from "./internal/canonical.js"
-import * as Evaluator from "./internal/evaluator.js"
-import * as Glob from "./internal/glob.js"
-import * as PolicyLint from "./internal/policyLint.js"
+import { canonicalJson } from "./internal/canonical.js"
+import type * as Evaluator from "./internal/evaluator.js"
+import * as PolicyCompile from "./internal/policyCompile.js"
 import * as PolicyText from "./internal/policyText.js"
+import * as PolicyValidate from "./internal/policyValidate.js"
 import { maxTtlMs, TtlMillis } from "./Limits.js"
 import { PolicyInvalid } from "./ToolGateError.js"
 
@@ -124,7 +124,7 @@ export type PolicyInput = Schema.Schema.Encoded<typeof PolicyInput>
  * @since 0.1.0
  * @category models
  */
-export type Effect = "allow" | "deny" | "requireApproval"
+export type Verdict = "allow" | "deny" | "requireApproval"
 
 /**
  * A compiled rule, with the stable `id` decisions cite and its place in the document.
@@ -185,7 +185,7 @@ export interface MatchInput {
  */
 export interface Policy {
   readonly version: string
-  readonly default: Effect
+  readonly default: Verdict
   readonly ttlMs: number
   /** deny rules, then requireApproval, then allow, each in document order */
   readonly rules: ReadonlyArray<Rule>
@@ -198,295 +198,13 @@ export interface Policy {
   readonly match: (call: MatchInput) => Rule | undefined
 }
 
-// Validation -------------------------------------------------------------------------------------
-
-const lists = ["deny", "requireApproval", "allow"] as const
-type ListName = typeof lists[number]
-
-type Segments = ReadonlyArray<PropertyKey>
-interface Found {
-  readonly segments: Segments
-  readonly message: string
-}
-
-const plainKey = /^[A-Za-z_$][\w$-]*$/
-
-/** `["requireApproval", 3, "args", "path"]` reads `requireApproval[3].args.path`. */
-const formatPath = (segments: Segments): string => {
-  let out = ""
-  for (const segment of segments) {
-    if (typeof segment === "number") out += `[${segment}]`
-    else {
-      const key = String(segment)
-      out += plainKey.test(key) ? (out === "" ? key : `.${key}`) : `[${JSON.stringify(key)}]`
-    }
-  }
-  return out
-}
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const isMatcherPath = (segments: Segments): boolean =>
-  segments.length === 2 && (lists as ReadonlyArray<PropertyKey>).includes(segments[0]) &&
-  typeof segments[1] === "number"
-
-/** Schema issues, reworded. A union reports one issue per member; keep the one that explains. */
-const schemaProblems = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): Array<Found> => {
-  const reworded = issues.map((issue): Found => ({
-    segments: issue.path,
-    message: issue._tag === "Unexpected"
-      ? "unknown key"
-      : issue._tag === "Missing"
-      ? "is required"
-      : issue.path.length === 0
-      ? "expected a policy object with any of: default, ttlMs, deny, requireApproval, allow"
-      : issue.message
-  }))
-  const insideMatcher = (found: Found, matcher: Segments) =>
-    found.segments.length > 2 && found.segments[0] === matcher[0] && found.segments[1] === matcher[1]
-  const out: Array<Found> = []
-  for (const found of reworded) {
-    if (!isMatcherPath(found.segments)) out.push(found)
-    // a matcher object with bad fields also fails as a string; its field problems say more
-    else if (reworded.some((other) => insideMatcher(other, found.segments))) continue
-    else if (!out.some((other) => formatPath(other.segments) === formatPath(found.segments))) {
-      out.push({ segments: found.segments, message: "expected a tool-name glob or a matcher object" })
-    }
-  }
-  return out
-}
-
-const autoId = (list: ListName, index: number): string => `${list}[${index}]`
-
-/** Problems a schema cannot see; read from the raw input so they are listed with the rest. */
-const semanticProblems = (raw: unknown): Array<Found> => {
-  const out: Array<Found> = []
-  if (!isRecord(raw)) return out
-  const glob = (segments: Segments, pattern: unknown) => {
-    const problem = typeof pattern === "string" ? Glob.problem(pattern) : undefined
-    if (problem !== undefined) out.push({ segments, message: problem })
-  }
-  const ids = new Map<string, string>()
-  for (const list of lists) {
-    const matchers = raw[list]
-    if (!Array.isArray(matchers)) continue
-    matchers.forEach((matcher: unknown, index) => {
-      const at: Segments = [list, index]
-      if (typeof matcher === "string") glob(at, matcher)
-      if (!isRecord(matcher) && typeof matcher !== "string") return
-      let id = autoId(list, index)
-      if (isRecord(matcher)) {
-        glob([...at, "tool"], matcher.tool)
-        glob([...at, "agent"], matcher.agent)
-        glob([...at, "intent"], matcher.intent)
-        if (isRecord(matcher.args)) {
-          for (const [path, pattern] of Object.entries(matcher.args)) {
-            const problem = Evaluator.pathProblem(path)
-            if (problem !== undefined) out.push({ segments: [...at, "args", path], message: problem })
-            else if (Evaluator.asMatcher(pattern) !== undefined) {
-              for (const [key, message] of Evaluator.matcherProblems(pattern as Record<string, unknown>)) {
-                out.push({ segments: key === "" ? [...at, "args", path] : [...at, "args", path, key], message })
-              }
-            } else glob([...at, "args", path], pattern)
-          }
-        }
-        if (typeof matcher.id === "string") {
-          if (matcher.id === "") out.push({ segments: [...at, "id"], message: "must not be empty" })
-          else if (matcher.id === "default") {
-            out.push({ segments: [...at, "id"], message: "\"default\" is reserved for the policy default" })
-          } else id = matcher.id
-        }
-      }
-      const first = ids.get(id)
-      if (first === undefined) ids.set(id, formatPath(at))
-      else {
-        const segments = isRecord(matcher) && matcher.id !== undefined ? [...at, "id"] : at
-        out.push({ segments, message: `duplicate rule id ${JSON.stringify(id)} (also ${first})` })
-      }
-    })
-  }
-  return out
-}
-
-/** How deep a policy document may nest (rules' exact argument values included). */
-const maxDepth = 64
-
-/** How many values a policy document may hold. */
-const maxValues = 1_000_000
-
-/**
- * A document too deep or too large to validate, found without recursion (so a 100,000-level
- * document or a cyclic object from code is a problem, not a stack overflow or a hang).
- */
-const shapeProblem = (raw: unknown): Found | undefined => {
-  const stack: Array<{ readonly value: unknown; readonly segments: Segments }> = [{ value: raw, segments: [] }]
-  let values = 1
-  while (stack.length > 0) {
-    const { segments, value } = stack.pop()!
-    if (typeof value !== "object" || value === null) continue
-    if (segments.length >= maxDepth) {
-      return { segments: segments.slice(0, 4), message: `nests more than ${maxDepth} levels deep (or contains itself)` }
-    }
-    const keys: ReadonlyArray<PropertyKey> = Array.isArray(value) ? [] : Object.keys(value)
-    const count = Array.isArray(value) ? value.length : keys.length
-    values += count
-    if (values > maxValues) return { segments, message: `the policy holds more than ${maxValues} values` }
-    if (Array.isArray(value)) {
-      for (let i = 0; i < count; i++) stack.push({ value: value[i], segments: [...segments, i] })
-    } else {for (const key of keys) {
-        stack.push({ value: (value as Record<PropertyKey, unknown>)[key], segments: [...segments, key] })
-      }}
-  }
-  return undefined
-}
-
-/** Problems in document order: by top-level key as written, then by list index. */
-const sortProblems = (raw: unknown, found: Array<Found>): Array<{ path: string; message: string }> => {
-  const keys = isRecord(raw) ? Object.keys(raw) : []
-  const rank = (f: Found) => keys.indexOf(String(f.segments[0]))
-  const index = (f: Found) => (typeof f.segments[1] === "number" ? f.segments[1] : -1)
-  return [...found]
-    .sort((a, b) => rank(a) - rank(b) || index(a) - index(b))
-    .map((f) => ({ path: formatPath(f.segments), message: f.message }))
-}
-
-// Compilation ------------------------------------------------------------------------------------
-
-type Decoded = Schema.Schema.Type<typeof PolicyInput>
-type DecodedMatcher = Schema.Schema.Type<typeof Matcher>
-
-const deepFreeze = <A>(value: A): A => {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key])
-  }
-  return value
-}
-
-/** A detached, frozen copy of JSON argument patterns (the author's object may change later). */
-const copyArgs = (args: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> =>
-  deepFreeze(JSON.parse(canonicalJson(args)!) as Record<string, unknown>)
-
-const normalizeMatcher = (matcher: DecodedMatcher): Matcher => {
-  if (typeof matcher === "string") return matcher
-  const hasArgs = matcher.args !== undefined && Object.keys(matcher.args).length > 0
-  const rest = {
-    ...(matcher.id !== undefined ? { id: matcher.id } : {}),
-    ...(hasArgs ? { args: copyArgs(matcher.args!) } : {}),
-    ...(matcher.agent !== undefined ? { agent: matcher.agent } : {}),
-    ...(matcher.intent !== undefined ? { intent: matcher.intent } : {}),
-    ...(matcher.ttlMs !== undefined ? { ttlMs: matcher.ttlMs } : {}),
-    ...(matcher.sessionScope !== undefined ? { sessionScope: matcher.sessionScope } : {}),
-    ...(matcher.reason !== undefined ? { reason: matcher.reason } : {})
-  }
-  return Object.keys(rest).length === 0 ? matcher.tool : { tool: matcher.tool, ...rest }
-}
-
-const toRule = (source: ListName, index: number, matcher: Matcher): Rule => {
-  if (typeof matcher === "string") return Object.freeze({ id: autoId(source, index), source, index, tool: matcher })
-  const { id, ...fields } = matcher
-  return Object.freeze({ id: id ?? autoId(source, index), source, index, ...fields })
-}
-
-const ruleDecision = (rule: Rule, ttlMs: number, policyVersion: string): Decision.Decision => {
-  const ref = Object.freeze({ id: rule.id, source: rule.source })
-  switch (rule.source) {
-    case "deny":
-      return Object.freeze({
-        _tag: "Deny",
-        rule: ref,
-        reason: rule.reason ?? `denied by policy rule ${rule.id} (tool "${rule.tool}")`,
-        policyVersion
-      })
-    case "requireApproval":
-      return Object.freeze({
-        _tag: "RequireApproval",
-        rule: ref,
-        ttlMs: rule.ttlMs ?? ttlMs,
-        sessionScope: rule.sessionScope ?? "exact",
-        ...(rule.reason !== undefined ? { reason: rule.reason } : {}),
-        policyVersion
-      })
-    case "allow":
-      return Object.freeze({ _tag: "Allow", via: "policy", rule: ref, policyVersion })
-  }
-}
-
-const defaultDecision = (effect: Effect, ttlMs: number, policyVersion: string): Decision.Decision => {
-  const rule = Object.freeze({ id: "default", source: "default" as const })
-  switch (effect) {
-    case "allow":
-      return Object.freeze({ _tag: "Allow", via: "default", policyVersion })
-    case "deny":
-      return Object.freeze({
-        _tag: "Deny",
-        rule,
-        reason: "no policy rule matches this tool call and the policy default is deny",
-        policyVersion
-      })
-    case "requireApproval":
-      return Object.freeze({ _tag: "RequireApproval", rule, ttlMs, sessionScope: "exact", policyVersion })
-  }
-}
-
-const compile = (decoded: Decoded): Policy => {
-  const input = deepFreeze({
-    default: decoded.default,
-    ttlMs: decoded.ttlMs,
-    deny: decoded.deny.map(normalizeMatcher),
-    requireApproval: decoded.requireApproval.map(normalizeMatcher),
-    allow: decoded.allow.map(normalizeMatcher)
-  })
-  const version = sha256(canonicalJson(input)!)
-  const rules = Object.freeze(
-    lists.flatMap((list) => input[list].map((matcher, index) => toRule(list, index, matcher)))
-  )
-  const find = Evaluator.make(rules.map((rule, order) => ({
-    order,
-    tool: Glob.compile(rule.tool, true),
-    test: Evaluator.compileConditions(rule, rule.source === "allow" ? "allow" : "deny"),
-    value: { rule, decision: ruleDecision(rule, input.ttlMs, version) }
-  })))
-  const fallback = defaultDecision(input.default, input.ttlMs, version)
-  return Object.freeze({
-    version,
-    default: input.default,
-    ttlMs: input.ttlMs,
-    rules,
-    warnings: Object.freeze(PolicyLint.lint(rules).map((warning) => Object.freeze(warning))),
-    input,
-    evaluate: (call: MatchInput) => find(call)?.decision ?? fallback,
-    match: (call: MatchInput) => find(call)?.rule
-  })
-}
-
 const decodeInput = Schema.decodeUnknownEither(PolicyInput, { errors: "all", onExcessProperty: "error" })
 
-const build = (raw: unknown, source: string | undefined): Either.Either<Policy, PolicyInvalid> => {
-  const shape = shapeProblem(raw)
-  if (shape !== undefined) {
-    return Either.left(new PolicyInvalid({ problems: sortProblems(raw, [shape]), ...(source ? { source } : {}) }))
-  }
-  const decoded = decodeInput(raw)
-  const found = [
-    ...(Either.isLeft(decoded) ? schemaProblems(ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) : []),
-    ...semanticProblems(raw)
-  ]
-  if (found.length > 0 || Either.isLeft(decoded)) {
-    return Either.left(new PolicyInvalid({ problems: sortProblems(raw, found), ...(source ? { source } : {}) }))
-  }
-  return Either.right(compile(decoded.right))
-}
+const build = (raw: unknown, source: string | undefined): Either.Either<Policy, PolicyInvalid> =>
+  Either.map(PolicyValidate.validate(raw, decodeInput, source), PolicyCompile.compile)
 
 const fromText = (parsed: Either.Either<unknown, Array<string>>, source: string | undefined) =>
-  Either.isLeft(parsed)
-    ? Effect_.fail(
-      new PolicyInvalid({
-        problems: parsed.left.map((message) => ({ path: "", message })),
-        ...(source ? { source } : {})
-      })
-    )
-    : build(parsed.right, source)
+  Either.isLeft(parsed) ? Effect.fail(PolicyValidate.unparsable(parsed.left, source)) : build(parsed.right, source)
 
 // Constructors -----------------------------------------------------------------------------------
 
@@ -496,7 +214,7 @@ const fromText = (parsed: Either.Either<unknown, Array<string>>, source: string 
  * @since 0.1.0
  * @category constructors
  */
-export const make = (input: unknown): Effect_.Effect<Policy, PolicyInvalid> => build(input, undefined)
+export const make = (input: unknown): Effect.Effect<Policy, PolicyInvalid> => build(input, undefined)
 
 /**
  * Like `make`, but throws the `PolicyInvalid`: for tests, benchmarks and quick starts whose
@@ -515,7 +233,7 @@ export const unsafeMake = (input: PolicyInput): Policy =>
  * @since 0.1.0
  * @category constructors
  */
-export const fromJson = (text: string, source?: string): Effect_.Effect<Policy, PolicyInvalid> =>
+export const fromJson = (text: string, source?: string): Effect.Effect<Policy, PolicyInvalid> =>
   fromText(PolicyText.parseJson(text), source)
 
 /**
@@ -525,7 +243,7 @@ export const fromJson = (text: string, source?: string): Effect_.Effect<Policy, 
  * @since 0.1.0
  * @category constructors
  */
-export const fromYaml = (text: string, source?: string): Effect_.Effect<Policy, PolicyInvalid> =>
+export const fromYaml = (text: string, source?: string): Effect.Effect<Policy, PolicyInvalid> =>
   fromText(PolicyText.parseYaml(text), source)
 
 /**
@@ -535,10 +253,10 @@ export const fromYaml = (text: string, source?: string): Effect_.Effect<Policy, 
  * @since 0.1.0
  * @category constructors
  */
-export const load = (path: string): Effect_.Effect<Policy, PolicyInvalid, FileSystem.FileSystem> => {
+export const load = (path: string): Effect.Effect<Policy, PolicyInvalid, FileSystem.FileSystem> => {
   const extension = /\.(json|ya?ml)$/i.exec(path)?.[1]?.toLowerCase()
   if (extension === undefined) {
-    return Effect_.fail(
+    return Effect.fail(
       new PolicyInvalid({
         problems: [{ path: "", message: "unknown file type: expected a .json, .yaml or .yml file" }],
         source: path
@@ -546,11 +264,11 @@ export const load = (path: string): Effect_.Effect<Policy, PolicyInvalid, FileSy
     )
   }
   return FileSystem.FileSystem.pipe(
-    Effect_.flatMap((fs) => fs.readFileString(path)),
-    Effect_.mapError((error) =>
+    Effect.flatMap((fs) => fs.readFileString(path)),
+    Effect.mapError((error) =>
       new PolicyInvalid({ problems: [{ path: "", message: `cannot read the file: ${error.message}` }], source: path })
     ),
-    Effect_.flatMap((text) => extension === "json" ? fromJson(text, path) : fromYaml(text, path))
+    Effect.flatMap((text) => extension === "json" ? fromJson(text, path) : fromYaml(text, path))
   )
 }
 

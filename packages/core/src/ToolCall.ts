@@ -223,6 +223,27 @@ export interface ToolCall extends Schema.Schema.Type<typeof ToolCall> {}
 export type ToolCallInput = Schema.Schema.Encoded<typeof ToolCall>
 
 /**
+ * Who makes a call and where: everything of a `ToolCallInput` but the call's id, name and
+ * arguments. A conversation or a pipeline keeps one and adds each call to it (`GatedTool`'s
+ * context, `@tool-gate/ai`'s sessions); the gate validates it with the rest of the call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const CallContext = Schema.Struct({
+  sessionKey: Schema.String,
+  agentId: Schema.optional(Schema.String),
+  intentId: Schema.optional(Schema.String),
+  userId: Schema.optional(Schema.String),
+  workingDirectory: Schema.optional(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallContext extends Schema.Schema.Type<typeof CallContext> {}
+
+/**
  * The `ToolCall` schema under a gate's limits.
  *
  * @since 0.1.0

@@ -2,7 +2,8 @@
  * The release agent `toolgate demo` runs (packages/cli/src/internal/demo/releaseAgent.ts) as a
  * process for the process tests, under Node (bundled) or Bun. Prints one JSON object per line.
  *
- *   run     DB [TTL_MS]                     start the conversation: "paused" (token, requests) or "completed"
+ *   run     DB [TTL_MS]                     start the conversation: "paused" (token, requests, their
+ *                                           TTLs and deadlines) or "completed"
  *   answer  DB REQUEST_ID DECISION [REASON]  answer one request as "ops": "answered" or "refused"
  *   resume  DB TOKEN [OWNER]                "completed" (text, turns), "paused", or "refused" (the error's tag)
  *   crash   DB TOKEN OWNER                  resume as OWNER and die (SIGKILL) right after a tool ran ("ran")
@@ -21,7 +22,8 @@ const report = (result: AgentLoop.Result) =>
       event: "paused",
       token: result.token,
       requestIds: result.requests.map((signal) => signal.requestId),
-      ttlMs: result.requests.map((signal) => signal.ttlMs)
+      ttlMs: result.requests.map((signal) => signal.ttlMs),
+      expiresAt: result.requests.map((signal) => signal.expiresAt)
     })
     : say({ event: "completed", text: result.text, turns: result.turns })
 

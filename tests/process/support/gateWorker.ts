@@ -4,7 +4,8 @@
  * sub-millisecond) so two processes' stamps compare.
  *
  *   wait    DB SESSION CALL_ID [TTL_MS]   ask for bash; wait for the answer; report it
- *   create  DB SESSION COUNT [TTL_MS]     create COUNT pending requests, report "ready", stay up
+ *   create  DB SESSION COUNT [TTL_MS]     create COUNT pending requests ("paused", with their deadlines),
+ *                                         report "ready", stay up
  *   answer  DB REQUEST_ID DECISION [WHO]  answer one request
  *   race    DB WHO IDS_JSON               answer every id (shuffled), each twice, random decisions
  *   pending DB [SESSION]                  list pending requests
@@ -42,7 +43,9 @@ const program = Effect.gen(function*() {
       const [sessionKey, count] = rest as [string, string]
       for (let i = 0; i < Number(count); i++) {
         const paused = yield* gate.authorize(bash(sessionKey, `call-${i}`))
-        if (PauseSignal.isPauseSignal(paused)) yield* say({ event: "paused", requestId: paused.requestId })
+        if (PauseSignal.isPauseSignal(paused)) {
+          yield* say({ event: "paused", requestId: paused.requestId, expiresAt: paused.expiresAt })
+        }
       }
       yield* say({ event: "ready" })
       return yield* Effect.never

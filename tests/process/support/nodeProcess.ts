@@ -52,6 +52,8 @@ export interface Worker {
   readonly lines: Array<Line>
   readonly next: (event: string, timeoutMs?: number) => Promise<Line>
   readonly exited: Promise<number>
+  /** settles when the worker's output is read to its end (after `exited`, lines may still come) */
+  readonly drained: Promise<void>
   readonly kill: (signal?: NodeJS.Signals) => void
   readonly stderr: () => string
 }
@@ -65,7 +67,7 @@ export const spawnWorker = async (args: Array<string>, options: WorkerOptions = 
   const lines: Array<Line> = []
   const waiting: Array<() => void> = []
   let err = ""
-  void (async () => {
+  const stdout = (async () => {
     const decoder = new TextDecoder()
     let buffer = ""
     for await (const chunk of child.stdout) {
@@ -80,9 +82,11 @@ export const spawnWorker = async (args: Array<string>, options: WorkerOptions = 
     }
     waiting.splice(0).forEach((wake) => wake())
   })()
-  void (async () => {
+  const stderr = (async () => {
     for await (const chunk of child.stderr) err += new TextDecoder().decode(chunk)
   })()
+  // the worker's output read to its end: every line it printed is in `lines`, all of stderr in `err`
+  const drained = Promise.all([stdout, stderr]).then(() => undefined)
   const exited = child.exited
   const next = async (event: string, timeoutMs = 20_000): Promise<Line> => {
     const deadline = Date.now() + timeoutMs
@@ -93,7 +97,7 @@ export const spawnWorker = async (args: Array<string>, options: WorkerOptions = 
       seen = lines.length
       const exitedEarly = await Promise.race([
         new Promise<boolean>((resolve) => waiting.push(() => resolve(false))),
-        exited.then(() => true),
+        drained.then(() => true),
         Bun.sleep(Math.max(1, deadline - Date.now())).then(() => false)
       ])
       if (exitedEarly && !lines.some((l) => l.event === event)) {
@@ -102,14 +106,23 @@ export const spawnWorker = async (args: Array<string>, options: WorkerOptions = 
     }
     throw new Error(`timed out waiting for "${event}" from worker ${args.join(" ")}: ${err}`)
   }
-  return { lines, next, exited, kill: (signal = "SIGTERM") => child.kill(signal), stderr: () => err }
+  return { lines, next, exited, drained, kill: (signal = "SIGTERM") => child.kill(signal), stderr: () => err }
+}
+
+/**
+ * Resolves once the machine's clock, the one SQLite's `julianday('now')` reads, is past
+ * `expiresAt`, a deadline a worker printed: a request's TTL has passed without any process
+ * running. (Waiting on the code's own deadline, not on a guessed margin.)
+ */
+export const pastDeadline = async (expiresAt: number): Promise<void> => {
+  while (Date.now() <= expiresAt) await Bun.sleep(expiresAt + 1 - Date.now())
 }
 
 /** Runs a worker to its end and returns its last line. */
 export const runWorker = async (args: Array<string>, options: WorkerOptions = {}): Promise<Line> => {
   const worker = await spawnWorker(args, options)
   const code = await worker.exited
-  await Bun.sleep(10)
+  await worker.drained
   if (code !== 0) throw new Error(`worker ${args.join(" ")} exited ${code}: ${worker.stderr()}`)
   const last = worker.lines[worker.lines.length - 1]
   if (!last) throw new Error(`worker ${args.join(" ")} printed nothing: ${worker.stderr()}`)

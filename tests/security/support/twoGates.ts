@@ -9,7 +9,8 @@
 import { ApprovalStore, type Policy, ToolGate } from "@tool-gate/core"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { join } from "node:path"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../support/sqlStores.js"
+import { postgresUrl } from "../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../support/sqlStores.js"
 
 /** What a test gets: two gates and the store they share (read through the first one's connection). */
 export interface Gates {
@@ -65,10 +66,10 @@ export interface NamedBackend {
 
 /** memory, sqlite and postgres (skipped, and said so on stderr, without `TOOLGATE_PG_URL`). */
 export const backends = (file: string): ReadonlyArray<NamedBackend> => {
-  if (pgUrl === undefined) console.warn(`PostgreSQL tests in ${file} SKIPPED: TOOLGATE_PG_URL not set`)
+  const url = postgresUrl(`tests in ${file}`)
   return [
     { name: "memory", backend: memory, skip: false },
     { name: "sqlite", backend: sqlite, skip: false },
-    { name: "postgres", backend: postgres(pgUrl ?? ""), skip: pgUrl === undefined }
+    { name: "postgres", backend: postgres(url ?? ""), skip: url === undefined }
   ]
 }

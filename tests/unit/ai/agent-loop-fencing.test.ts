@@ -7,11 +7,12 @@
 import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
 import { ApprovalStore, Checkpoint, CheckpointStore, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { describe as bunDescribe, expect } from "bun:test"
+import { expect } from "bun:test"
 import { Deferred, Effect, Fiber, Layer, TestClock } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
-import { pgStore, pgUrl, tempDir } from "../../support/sqlStores.js"
+import { describePostgres } from "../../support/postgresSuite.js"
+import { pgStore, tempDir } from "../../support/sqlStores.js"
 import { call, deploy, policy, reportSeen, seen, Tools } from "./fixtures.js"
 
 const session = { sessionKey: "s-1", agentId: "release-bot" }
@@ -145,10 +146,7 @@ fencingSuite(
       Effect.map(tempDir, (dir) => ToolGateSqlite.layerStore({ filename: join(dir, "gate.db"), clock: "caller" }))
     )
 )
-const url = pgUrl
-if (url === undefined) {
-  console.warn("PostgreSQL AgentLoop fencing tests SKIPPED: TOOLGATE_PG_URL not set")
-  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => {})
-} else {
-  fencingSuite("postgres", () => SqlCheckpointStore.layer().pipe(Layer.provideMerge(pgStore(url))))
-}
+describePostgres(
+  "AgentLoop fencing tests",
+  (url) => fencingSuite("postgres", () => SqlCheckpointStore.layer().pipe(Layer.provideMerge(pgStore(url))))
+)

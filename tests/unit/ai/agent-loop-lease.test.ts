@@ -10,11 +10,12 @@ import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
 import { Checkpoint, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Database } from "bun:sqlite"
-import { describe as bunDescribe, expect } from "bun:test"
+import { expect } from "bun:test"
 import { Deferred, Effect, Fiber, HashMap, Layer, Logger, TestClock } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, tempDir } from "../../support/sqlStores.js"
+import { describePostgres } from "../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, tempDir } from "../../support/sqlStores.js"
 import { deploy, policy, reportSeen, seen, Tools } from "./fixtures.js"
 import type { Stores } from "./stores.js"
 
@@ -210,11 +211,7 @@ describe("AgentLoop lease renewal on a busy SQLite store", () => {
   })
 })
 
-const url = pgUrl
-if (url === undefined) {
-  console.warn("PostgreSQL AgentLoop lease tests SKIPPED: TOOLGATE_PG_URL not set")
-  bunDescribe.skip("AgentLoop lease renewal on PostgreSQL (TOOLGATE_PG_URL not set)", () => {})
-} else {
+describePostgres("AgentLoop lease tests", (url) =>
   describe("AgentLoop lease renewal on PostgreSQL", () => {
     it.scoped("a renewal whose connection is terminated is logged and retried on a new connection", () => {
       let schemaUrl = ""
@@ -276,5 +273,4 @@ if (url === undefined) {
         expect(ran).toEqual(["deploy production"])
       }).pipe(Effect.provide(layer))
     })
-  })
-}
+  }))

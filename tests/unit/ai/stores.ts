@@ -4,10 +4,10 @@
  */
 import { ApprovalStore, CheckpointStore, SqlCheckpointStore } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { describe as bunDescribe } from "bun:test"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
-import { pgStore, pgUrl, tempDir } from "../../support/sqlStores.js"
+import { describePostgres } from "../../support/postgresSuite.js"
+import { pgStore, tempDir } from "../../support/sqlStores.js"
 
 export type Stores = () => Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, unknown>
 
@@ -21,11 +21,8 @@ export const onEveryStore = (title: string, suite: (name: string, stores: Stores
         Effect.map(tempDir, (dir) => ToolGateSqlite.layerStore({ filename: join(dir, "gate.db"), clock: "caller" }))
       )
   )
-  const url = pgUrl
-  if (url === undefined) {
-    console.warn(`PostgreSQL ${title} SKIPPED: TOOLGATE_PG_URL not set`)
-    bunDescribe.skip(`${title} (postgres: TOOLGATE_PG_URL not set)`, () => {})
-  } else {
-    suite("postgres", () => SqlCheckpointStore.layer().pipe(Layer.provideMerge(pgStore(url))))
-  }
+  describePostgres(
+    title,
+    (url) => suite("postgres", () => SqlCheckpointStore.layer().pipe(Layer.provideMerge(pgStore(url))))
+  )
 }

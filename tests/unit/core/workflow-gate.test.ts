@@ -13,7 +13,8 @@ import { expect } from "bun:test"
 import { Cause, Effect, Exit, Layer, Option, Redacted, Schema, type Scope } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
-import { pgSchema, pgUrl, tempDir } from "../../support/sqlStores.js"
+import { describePostgres } from "../../support/postgresSuite.js"
+import { pgSchema, tempDir } from "../../support/sqlStores.js"
 
 const policy = Policy.unsafeMake({
   deny: [{ id: "no-drops", tool: "drop_database", reason: "Databases are dropped by a person." }],
@@ -349,9 +350,4 @@ describe("WorkflowGate engine names", () => {
 })
 
 suite("sqlite", sqlite)
-if (pgUrl === undefined) {
-  console.warn("PostgreSQL workflow tests SKIPPED: TOOLGATE_PG_URL not set")
-  describe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => suite("postgres", postgres("")))
-} else {
-  suite("postgres", postgres(pgUrl))
-}
+describePostgres("workflow tests", (url) => suite("postgres", postgres(url)))

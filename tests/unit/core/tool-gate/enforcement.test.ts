@@ -16,7 +16,8 @@ import { expect } from "bun:test"
 import { Clock, Context, Duration, Effect, Either, Layer, type Scope } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
 
 const agentPolicy = Policy.unsafeMake({
   deny: [{ id: "no-rm", tool: "bash", args: { command: "rm *" }, reason: "no deletions" }],
@@ -69,9 +70,6 @@ const postgres = (url: string): Backend => ({
     })
 })
 
-const backends: ReadonlyArray<Backend> = [memory, sqlite, ...(pgUrl !== undefined ? [postgres(pgUrl)] : [])]
-if (pgUrl === undefined) console.warn("TOOLGATE_PG_URL is not set: the PostgreSQL enforcement tests are SKIPPED")
-
 const gateOn = (store: Layer.Layer<ApprovalStore.ApprovalStore>, policy: Policy.Policy) =>
   Effect.map(
     Layer.build(ToolGate.layer({ policy }).pipe(Layer.provide(store), Layer.orDie)),
@@ -95,7 +93,7 @@ const skewedClock = (skewMs: number): Clock.Clock => {
   }
 }
 
-for (const backend of backends) {
+const enforcementSuite = (backend: Backend) => {
   describe(`the enforcing gate and the store have the last word (${backend.name})`, () => {
     it.live("an edit approved under a laxer policy elsewhere is denied by the enforcing gate's policy and never runs", () =>
       Effect.gen(function*() {
@@ -164,9 +162,7 @@ for (const backend of backends) {
   })
 }
 
-const sqlBackends: ReadonlyArray<Backend> = [sqlite, ...(pgUrl !== undefined ? [postgres(pgUrl)] : [])]
-
-for (const backend of sqlBackends) {
+const deadlineSuite = (backend: Backend) => {
   describe(`deadlines on the database's clock (${backend.name})`, () => {
     it.live("a responder whose clock is 10 s behind cannot approve a request that has expired", () =>
       Effect.gen(function*() {
@@ -207,6 +203,14 @@ for (const backend of sqlBackends) {
       }))
   })
 }
+
+enforcementSuite(memory)
+enforcementSuite(sqlite)
+deadlineSuite(sqlite)
+describePostgres("enforcement tests", (url) => {
+  enforcementSuite(postgres(url))
+  deadlineSuite(postgres(url))
+})
 
 describe("a gate that cannot read the log", () => {
   it.live("stops allowing through session approvals (PersistenceError) while policy decisions go on", () =>
