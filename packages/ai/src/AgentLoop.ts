@@ -251,30 +251,12 @@ const reusedId = (call: GatedToolkit.ModelCall) => (error: unknown): boolean =>
 
 // A new model turn that reuses a call id of the session: the call does not run, and the model
 // reads why (as it reads a denial) instead of the conversation failing on every resume for good.
-const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: ToolCall.CallContext): GatedToolkit.Settled => {
-  const reason =
+const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: ToolCall.CallContext): GatedToolkit.Settled =>
+  GatedToolkit.refused(
+    call,
+    session,
     `tool-call id ${call.id} was already used in this session (by an earlier call); call ids must be unique per session`
-  return GatedToolkit.Outcome.Denied({
-    denied: new ToolGateError.ToolDenied({
-      toolCallId: call.id,
-      toolName: call.name,
-      sessionKey: session.sessionKey,
-      outcome: "policy",
-      reason
-    }),
-    result: {
-      id: call.id,
-      name: call.name,
-      isFailure: true,
-      result: {
-        denied: true,
-        outcome: "refused",
-        reason,
-        message: `Tool call ${call.id} (${call.name}) did not run: ${reason}. Call the tool again with a new id.`
-      } satisfies GatedToolkit.Denial
-    }
-  })
-}
+  )
 
 const agentName = "@tool-gate/ai/AgentLoop"
 

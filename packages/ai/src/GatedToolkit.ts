@@ -125,21 +125,43 @@ export type Error<Tools extends Record<string, Tool.Any>> =
   | ToolGateError.CallAlreadyExecuted
   | ToolGate.CallError
 
-const denial = (call: ModelCall, denied: ToolGateError.ToolDenied) =>
+const denial = (
+  call: ModelCall,
+  denied: ToolGateError.ToolDenied,
+  shown: Pick<Denial, "outcome" | "message"> = denied
+) =>
   Outcome.Denied({
     denied,
     result: {
       id: call.id,
       name: call.name,
       isFailure: true,
-      result: {
-        denied: true,
-        outcome: denied.outcome,
-        reason: denied.reason,
-        message: denied.message
-      } satisfies Denial
+      result: { denied: true, outcome: shown.outcome, reason: denied.reason, message: shown.message } satisfies Denial
     }
   })
+
+/**
+ * A call refused before it could be judged as made (`outcome: "refused"`), say because its
+ * tool-call id was already used in the session: it does not run, and the model reads `reason`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const refused = (call: ModelCall, session: ToolCall.CallContext, reason: string): Settled =>
+  denial(
+    call,
+    new ToolGateError.ToolDenied({
+      toolCallId: call.id,
+      toolName: call.name,
+      sessionKey: session.sessionKey,
+      outcome: "policy",
+      reason
+    }),
+    {
+      outcome: "refused",
+      message: `Tool call ${call.id} (${call.name}) did not run: ${reason}. Call the tool again with a new id.`
+    }
+  )
 
 const parametersOf = <Tools extends Record<string, Tool.Any>>(toolkit: Toolkit.WithHandler<Tools>, name: string) =>
   toolkit.tools[name]?.parametersSchema as unknown as Schema.Schema<unknown, ToolCall.ToolArgs> | undefined
