@@ -12,7 +12,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { spawnWorker } from "../process/support/nodeProcess.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver } from "../support/sqlStores.js"
+import { postgresUrl } from "../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver } from "../support/sqlStores.js"
 import { holesIn } from "./support/outcomes.js"
 
 const IDS = 500
@@ -89,10 +90,7 @@ describe("two processes reuse each other's tool-call ids at the same time", () =
     240_000
   )
 
-  const url = pgUrl
-  if (url === undefined) {
-    console.warn("PostgreSQL tests in tests/security/sameCallIdProcesses.test.ts SKIPPED: TOOLGATE_PG_URL not set")
-  }
+  const url = postgresUrl("tests in tests/security/sameCallIdProcesses.test.ts")
   ;(url === undefined ? test.skip : test)(
     `PostgreSQL, ${IDS} ids: rm -rf / never runs, one judged and one refused per id`,
     () =>

@@ -9,7 +9,8 @@ import { expect, test } from "bun:test"
 import { Effect, Either, FastCheck as fc, Layer, type Scope } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../support/effectTest.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../support/sqlStores.js"
+import { postgresUrl } from "../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../support/sqlStores.js"
 
 const policy = Policy.unsafeMake({ default: "requireApproval" })
 
@@ -42,10 +43,8 @@ const stores: Array<Stores> = [
     })
   }
 ]
-const url = pgUrl
-if (url === undefined) {
-  console.warn("PostgreSQL store-parity tests SKIPPED: TOOLGATE_PG_URL not set")
-} else {
+const url = postgresUrl("store-parity tests")
+if (url !== undefined) {
   stores.push({
     name: "postgres",
     open: Effect.map(pgSchema(url), (schemaUrl) => ({
