@@ -34,8 +34,7 @@ import {
   Ref,
   Schedule,
   Schema,
-  Stream,
-  type Types
+  Stream
 } from "effect"
 import type * as Scope from "effect/Scope"
 import * as ApprovalRequest from "./ApprovalRequest.js"
@@ -44,6 +43,7 @@ import * as AuditEvent from "./AuditEvent.js"
 import * as Decision from "./Decision.js"
 import * as CallIdentity from "./internal/callIdentity.js"
 import { sha256 } from "./internal/canonical.js"
+import type { Allowed, CallError, Options, RespondError } from "./internal/gate/contract.js"
 import * as SessionIndex from "./internal/sessionIndex.js"
 import * as Limits from "./Limits.js"
 import * as PauseSignal from "./PauseSignal.js"
@@ -65,63 +65,7 @@ import {
   ToolDenied
 } from "./ToolGateError.js"
 
-/**
- * The tool may run now, with `call` (whose arguments are the approver's edit when there was one).
- *
- * @since 0.1.0
- * @category models
- */
-export interface Allowed {
-  readonly _tag: "Allowed"
-  readonly call: ToolCall.ToolCall
-  /** the policy decision, when no human was involved */
-  readonly decision: Decision.Allow | undefined
-  /** the approved request, when a human approved this call */
-  readonly request: ApprovalRequest.ApprovalRequest | undefined
-}
-
-/**
- * Hook points around every policy decision (in addition to the `audit` stream).
- *
- * @since 0.1.0
- * @category models
- */
-export interface Hooks {
-  readonly beforePolicyDecision?: (call: ToolCall.ToolCall) => Effect.Effect<void>
-  readonly afterPolicyDecision?: (call: ToolCall.ToolCall, decision: Decision.Decision) => Effect.Effect<void>
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface Options {
-  readonly policy: Policy
-  /**
-   * A candidate policy judged beside the enforced one and never enforced (dry run): every call
-   * for which it would decide differently gets a `policy.shadow` audit event.
-   */
-  readonly shadowPolicy?: Policy | undefined
-  readonly hooks?: Hooks | undefined
-  /** how often overdue requests are expired and warnings emitted (default 1 second) */
-  readonly sweepInterval?: Duration.DurationInput | undefined
-  /** how long before expiry an `approval.expiring` warning is emitted (default 1 minute, at most half the TTL) */
-  readonly warnBefore?: Duration.DurationInput | undefined
-  /** bounds on ids and arguments of calls and edits (default `Limits.defaultCallLimits`) */
-  readonly limits?: Limits.CallLimitsInput | undefined
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export type CallError = InvalidToolCall | PersistenceError
-
-/**
- * @since 0.1.0
- * @category models
- */
-export type RespondError = RequestNotFound | AlreadyResolved | RequestExpired | InvalidResponse | PersistenceError
+export type { Allowed, CallError, Hooks, Options, RespondError } from "./internal/gate/contract.js"
 
 /**
  * @since 0.1.0
@@ -239,74 +183,6 @@ const PROJECTION_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
   "approvals.cleared"
 ])
 
-const callFields = (call: ToolCall.ToolCall) => ({
-  sessionKey: call.sessionKey,
-  toolCallId: call.id,
-  toolName: call.name
-})
-
-// Built field by field rather than by spreading: this runs once per decision on the hot path.
-const decisionEvent = (
-  call: ToolCall.ToolCall,
-  decision: Decision.Decision,
-  at: number,
-  args: string
-): AuditEvent.UnsequencedEvent => {
-  const event: Types.Mutable<AuditEvent.UnsequencedEvent> = {
-    at,
-    type: "decision",
-    outcome: Decision.outcome(decision),
-    sessionKey: call.sessionKey,
-    toolCallId: call.id,
-    toolName: call.name,
-    policyVersion: decision.policyVersion,
-    args
-  }
-  if (decision.rule !== undefined) {
-    event.rule = decision.rule.id
-    event.ruleSource = decision.rule.source
-  }
-  if (decision._tag === "Allow") {
-    event.via = decision.via
-    if (decision.sessionApprovalId !== undefined) event.sessionApprovalId = decision.sessionApprovalId
-  } else if (decision._tag === "Deny") {
-    event.reason = decision.reason
-  }
-  return event
-}
-
-/**
- * What the candidate policy would have done differently, or nothing: its outcome, rule and version,
- * with the enforced outcome beside them.
- */
-const shadowEvent = (
-  call: ToolCall.ToolCall,
-  enforced: Decision.Decision,
-  candidate: Decision.Decision,
-  at: number,
-  args: string
-): AuditEvent.UnsequencedEvent | undefined => {
-  const outcome = Decision.outcome(candidate)
-  const was = Decision.outcome(enforced)
-  if (outcome === was) return undefined
-  return {
-    ...decisionEvent(call, candidate, at, args),
-    type: "policy.shadow",
-    enforced: was,
-    reason: `the candidate policy would ${outcome === "pending" ? "ask for approval" : outcome}` +
-      (candidate.rule !== undefined ? ` (rule ${candidate.rule.id})` : "") +
-      `; the enforced policy decided ${was === "pending" ? "to ask for approval" : was}`
-  }
-}
-
-const requestEventBase = (request: ApprovalRequest.ApprovalRequest) => ({
-  ...callFields(request.toolCall),
-  requestId: request.requestId,
-  rule: request.rule.id,
-  ruleSource: request.rule.source,
-  policyVersion: request.policyVersion
-})
-
 const deniedError = (request: ApprovalRequest.ApprovalRequest): ToolDenied =>
   new ToolDenied({
     toolCallId: request.toolCall.id,
@@ -405,7 +281,19 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     ) =>
       shadowPolicy === undefined
         ? undefined
-        : shadowEvent(call, decision, decideWith(projection, call, now, shadowPolicy), now, args)
+        : disagreement(call, decision, decideWith(projection, call, now, shadowPolicy), now, args)
+
+    /** The `policy.shadow` event when the candidate decision's outcome differs from the enforced one. */
+    const disagreement = (
+      call: ToolCall.ToolCall,
+      enforced: Decision.Decision,
+      candidate: Decision.Decision,
+      now: number,
+      args: string
+    ) =>
+      Decision.outcome(candidate) === Decision.outcome(enforced)
+        ? undefined
+        : AuditEvent.policyShadow(call, enforced, candidate, now, args)
 
     /** The decision event, and the shadow event when there is one. */
     const decisionEvents = (
@@ -416,8 +304,8 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       args: string
     ) =>
       shadow === undefined
-        ? [decisionEvent(call, decision, now, args)]
-        : [decisionEvent(call, decision, now, args), shadow]
+        ? [AuditEvent.decision(call, decision, now, args)]
+        : [AuditEvent.decision(call, decision, now, args), shadow]
 
     const withHooks = (
       call: ToolCall.ToolCall,
@@ -466,15 +354,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`,
             resolvedAt: now
           },
-          {
-            at: now,
-            type: "approval.expired",
-            outcome: "expired",
-            ...requestEventBase(request),
-            reason: "approval timed out (timeout means deny)",
-            actor: "system",
-            elapsedMs: now - request.createdAt
-          }
+          AuditEvent.approvalExpired(request, now)
         ),
         (result) => result._tag === "NotFound" ? request : result.request
       )
@@ -506,16 +386,6 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       }
     }
 
-    const requestedEvent = (request: ApprovalRequest.ApprovalRequest, args: string): AuditEvent.UnsequencedEvent => ({
-      at: request.createdAt,
-      type: "approval.requested",
-      outcome: "pending",
-      ...requestEventBase(request),
-      reason: request.reason,
-      args,
-      expiresAt: request.expiresAt
-    })
-
     // --- replay by tool-call id -------------------------------------------------------------------
     // A tool-call id names one call in its session. Asking again for an id returns what is on record
     // for it (a decision or a request), never a second judgement, and only to the very same call
@@ -530,14 +400,14 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
 
     const refuseReused = (call: ToolCall.ToolCall, args: string, now: number) =>
       Effect.zipRight(
-        store.append([{
-          at: now,
-          type: "call.refused",
-          outcome: "deny",
-          ...callFields(call),
-          args,
-          reason: `tool call id ${call.id} was already used in this session for another call`
-        }]),
+        store.append([
+          AuditEvent.callRefused(
+            call,
+            now,
+            args,
+            `tool call id ${call.id} was already used in this session for another call`
+          )
+        ]),
         Effect.fail(
           new InvalidToolCall({
             problems: [{
@@ -584,13 +454,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         })
         // spent, so that it can never run later, and audited in the same transaction, once
         return Effect.zipRight(
-          store.consume(request.requestId, now, {
-            ...decisionEvent(runs, verdict, now, ToolCall.canonicalArgs(request.toolCall.args)),
-            requestId: request.requestId,
-            ...(request.resolution?.editedArgs !== undefined
-              ? { editedArgs: ToolCall.canonicalArgs(request.resolution.editedArgs) }
-              : {})
-          }),
+          store.consume(
+            request.requestId,
+            now,
+            AuditEvent.decision(runs, verdict, now, ToolCall.canonicalArgs(request.toolCall.args), request)
+          ),
           Effect.fail(denied)
         )
       }
@@ -721,33 +589,36 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       attempt: number
     ): Authorized => {
       const asked = newRequest(call, decision, now, args)
-      return Effect.flatMap(store.createRequest(asked, requestedEvent(asked, args)), (result): Authorized => {
-        switch (result._tag) {
-          case "Created":
-            return Effect.zipRight(
-              shadow === undefined
-                ? Effect.void
-                : Effect.asVoid(store.append([{ ...shadow, requestId: result.request.requestId }])),
-              fromRecorded(result.request, now)
-            )
-          case "Existing":
-            return replay(call, args, { _tag: "Request", request: result.request }, now)
-          case "Decided":
-            return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
-          case "Covered": {
-            // approved for the session by a process whose answer this gate has not read yet
-            const allowed = allowedBy(decision, result.grant)
-            return Effect.zipRight(
-              project([result.grant]),
-              Effect.flatMap(
-                Ref.get(index),
-                (projection) =>
-                  settle(call, args, allowed, shadowOf(projection, call, allowed, now, args), now, attempt + 1)
+      return Effect.flatMap(
+        store.createRequest(asked, AuditEvent.approvalRequested(asked, args)),
+        (result): Authorized => {
+          switch (result._tag) {
+            case "Created":
+              return Effect.zipRight(
+                shadow === undefined
+                  ? Effect.void
+                  : Effect.asVoid(store.append([{ ...shadow, requestId: result.request.requestId }])),
+                fromRecorded(result.request, now)
               )
-            )
+            case "Existing":
+              return replay(call, args, { _tag: "Request", request: result.request }, now)
+            case "Decided":
+              return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
+            case "Covered": {
+              // approved for the session by a process whose answer this gate has not read yet
+              const allowed = allowedBy(decision, result.grant)
+              return Effect.zipRight(
+                project([result.grant]),
+                Effect.flatMap(
+                  Ref.get(index),
+                  (projection) =>
+                    settle(call, args, allowed, shadowOf(projection, call, allowed, now, args), now, attempt + 1)
+                )
+              )
+            }
           }
         }
-      })
+      )
     }
 
     // --- waiting ---------------------------------------------------------------------------------
@@ -919,18 +790,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         const result = yield* store.resolve(
           settled.requestId,
           resolution,
-          {
-            at: now,
-            type: "approval.resolved",
-            outcome: resolution.status === "approved" ? "approved" : "denied",
-            ...requestEventBase(settled),
-            ...(resolution.reason !== undefined ? { reason: resolution.reason } : {}),
-            ...(response.respondedBy !== undefined ? { actor: response.respondedBy } : {}),
-            ...(grant !== undefined ? { sessionApprovalId: grant.id } : {}),
-            args: ToolCall.canonicalArgs(settled.toolCall.args),
-            ...(response.editedArgs !== undefined ? { editedArgs: ToolCall.canonicalArgs(response.editedArgs) } : {}),
-            elapsedMs: now - settled.createdAt
-          },
+          AuditEvent.approvalResolved(settled, resolution),
           grant
         )
         switch (result._tag) {
@@ -969,14 +829,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
             ? new RequestExpired({ requestId, expiresAt: r.expiresAt })
             : new AlreadyResolved({ requestId, status: r.status as "approved" | "denied" })
         if (settled.status !== "pending") return yield* refused(settled)
-        const result = yield* store.extend(settled.requestId, expiresAt, {
-          at: now,
-          type: "approval.extended",
-          outcome: "pending",
-          ...requestEventBase(settled),
-          ...(actor !== undefined ? { actor } : {}),
-          expiresAt
-        })
+        const result = yield* store.extend(
+          settled.requestId,
+          expiresAt,
+          AuditEvent.approvalExtended(settled, now, expiresAt, actor)
+        )
         switch (result._tag) {
           case "NotFound":
             return yield* new RequestNotFound({ requestId })
@@ -995,14 +852,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       const due = yield* store.listDue(now)
       const expired = yield* Effect.forEach(due, (request) => expire(request, now))
       const toWarn = yield* store.listToWarn(now, warnBeforeMs)
-      yield* Effect.forEach(toWarn, (request) =>
-        store.markWarned(request.requestId, {
-          at: now,
-          type: "approval.expiring",
-          outcome: "pending",
-          ...requestEventBase(request),
-          expiresAt: request.expiresAt
-        }), { discard: true })
+      yield* Effect.forEach(
+        toWarn,
+        (request) => store.markWarned(request.requestId, AuditEvent.approvalExpiring(request, now)),
+        { discard: true }
+      )
       return expired.filter((request) => request.status === "expired")
     })
 
@@ -1042,7 +896,6 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         const ttlMs = recordOptions?.ttl !== undefined ? yield* Limits.ttlMillis("ttl", recordOptions.ttl) : undefined
         const now = yield* Clock.currentTimeMillis
         const toolName = ToolCall.normalizeName(toolId)
-        const actor = recordOptions?.grantedBy !== undefined ? { actor: recordOptions.grantedBy } : {}
         if (approved) {
           const granted = yield* store.grant(
             {
@@ -1054,18 +907,15 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
               createdAt: now,
               ...(ttlMs !== undefined ? { expiresAt: now + ttlMs } : {})
             },
-            { at: now, type: "session.granted", outcome: "approved", sessionKey, toolName, ...actor }
+            AuditEvent.sessionGranted(sessionKey, toolName, now, recordOptions?.grantedBy)
           )
           yield* project([granted])
         } else {
-          const revoked = yield* store.revokeWhere({ sessionKey, toolName }, now, {
-            at: now,
-            type: "session.revoked",
-            outcome: "revoked",
-            sessionKey,
-            toolName,
-            ...actor
-          })
+          const revoked = yield* store.revokeWhere(
+            { sessionKey, toolName },
+            now,
+            AuditEvent.sessionToolRevoked(sessionKey, toolName, now, recordOptions?.grantedBy)
+          )
           yield* project(revoked)
         }
       })
@@ -1074,13 +924,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       Effect.gen(function*() {
         if (sessionKey !== undefined) yield* sessionKeyOf(sessionKey)
         const now = yield* Clock.currentTimeMillis
-        const revoked = yield* store.revokeWhere({ sessionKey }, now, {
-          at: now,
-          type: "approvals.cleared",
-          outcome: "cleared",
-          ...(sessionKey !== undefined ? { sessionKey } : {}),
-          ...(actor !== undefined ? { actor } : {})
-        })
+        const revoked = yield* store.revokeWhere(
+          { sessionKey },
+          now,
+          AuditEvent.approvalsCleared(sessionKey, now, actor)
+        )
         yield* project(revoked)
         return revoked.length
       })
@@ -1089,14 +937,11 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const [held] = yield* store.sessionApprovals({ id })
-        const revoked = yield* store.revoke(id as SessionApproval.SessionApprovalId, now, {
-          at: now,
-          type: "session.revoked",
-          outcome: "revoked",
-          sessionApprovalId: id,
-          ...(held !== undefined ? { sessionKey: held.sessionKey, toolName: held.toolName } : {}),
-          ...(actor !== undefined ? { actor } : {})
-        })
+        const revoked = yield* store.revoke(
+          id as SessionApproval.SessionApprovalId,
+          now,
+          AuditEvent.sessionApprovalRevoked(id, held, now, actor)
+        )
         if (Option.isNone(revoked)) return yield* new SessionApprovalNotFound({ sessionApprovalId: id })
         yield* project([revoked.value])
         return revoked.value
@@ -1116,7 +961,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
         const recorded = yield* store.findRecorded(call.sessionKey, call.id)
         if (Option.isSome(recorded)) return yield* found(recorded.value)
         const asked = newRequest(call, decision, now, args)
-        const result = yield* store.createRequest(asked, requestedEvent(asked, args))
+        const result = yield* store.createRequest(asked, AuditEvent.approvalRequested(asked, args))
         switch (result._tag) {
           case "Created":
             return result.request
