@@ -26,6 +26,33 @@ const decodeResponse = Schema.decodeUnknownEither(ApprovalRequest.ApprovalRespon
 
 const invalidResponse = (path: string, message: string) => new InvalidResponse({ problems: [{ path, message }] })
 
+/**
+ * An answer as given to `respond`, decoded: the response schema, then the edited arguments under
+ * the gate's limits, then the fields that apply only to some decisions.
+ */
+export const decodeAnswer = (
+  input: unknown,
+  limits: Limits.CallLimits
+): Either.Either<ApprovalRequest.ApprovalResponse, InvalidResponse> => {
+  const decoded = decodeResponse(input)
+  if (Either.isLeft(decoded)) return Either.left(new InvalidResponse({ problems: problemsOf(decoded.left) }))
+  const response = decoded.right
+  if (response.editedArgs !== undefined) {
+    const edited = ToolCall.decodeArgs(response.editedArgs, { limits, path: "editedArgs" })
+    if (Either.isLeft(edited)) return Either.left(new InvalidResponse({ problems: edited.left }))
+  }
+  if (response.scope !== undefined && response.decision !== "approve_session") {
+    return Either.left(invalidResponse("scope", "scope applies only to approve_session"))
+  }
+  if (response.sessionTtlMs !== undefined && response.decision !== "approve_session") {
+    return Either.left(invalidResponse("sessionTtlMs", "sessionTtlMs applies only to approve_session"))
+  }
+  if (response.editedArgs !== undefined && response.decision === "deny") {
+    return Either.left(invalidResponse("editedArgs", "edited arguments apply only to an approval"))
+  }
+  return Either.right(response)
+}
+
 /** A second answer to a resolved request: the first resolution when it is the same answer. */
 const settleRepeat = (
   request: ApprovalRequest.ApprovalRequest,
@@ -128,26 +155,12 @@ export const make = (options: {
 }) => {
   const { current, getRequest, limits, policy, projection, refuseOverdue, store } = options
 
-  const respond = (requestId: string, input: unknown): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
+  /** Answers a pending request with a decoded response; the same answer again returns the first resolution. */
+  const answer = (
+    requestId: string,
+    response: ApprovalRequest.ApprovalResponse
+  ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
     Effect.gen(function*() {
-      const decoded = decodeResponse(input)
-      if (decoded._tag === "Left") {
-        return yield* new InvalidResponse({ problems: problemsOf(decoded.left) })
-      }
-      const response = decoded.right
-      if (response.editedArgs !== undefined) {
-        const edited = ToolCall.decodeArgs(response.editedArgs, { limits, path: "editedArgs" })
-        if (Either.isLeft(edited)) return yield* new InvalidResponse({ problems: edited.left })
-      }
-      if (response.scope !== undefined && response.decision !== "approve_session") {
-        return yield* invalidResponse("scope", "scope applies only to approve_session")
-      }
-      if (response.sessionTtlMs !== undefined && response.decision !== "approve_session") {
-        return yield* invalidResponse("sessionTtlMs", "sessionTtlMs applies only to approve_session")
-      }
-      if (response.editedArgs !== undefined && response.decision === "deny") {
-        return yield* invalidResponse("editedArgs", "edited arguments apply only to an approval")
-      }
       const request = yield* getRequest(requestId)
       const now = yield* Clock.currentTimeMillis
       const settled = yield* current(request, now)
@@ -172,6 +185,10 @@ export const make = (options: {
           return result.request
       }
     })
+
+  /** `respond`: the input is decoded once, here at the edge; everything after works on the typed answer. */
+  const respond = (requestId: string, input: unknown): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
+    Effect.flatMap(Effect.suspend(() => decodeAnswer(input, limits)), (response) => answer(requestId, response))
 
   return { respond } as const
 }
