@@ -28,7 +28,7 @@ import type * as Decision from "./Decision.js"
 import * as Answers from "./internal/gate/answers.js"
 import * as AuditStreams from "./internal/gate/auditStreams.js"
 import * as Authorize from "./internal/gate/authorize.js"
-import type { Allowed, CallError, Options, RespondError } from "./internal/gate/contract.js"
+import type { Allowed, CallError, Options, RespondError, RevokeOptions } from "./internal/gate/contract.js"
 import * as Decisions from "./internal/gate/decisions.js"
 import * as Grants from "./internal/gate/grants.js"
 import * as LogTailer from "./internal/gate/logTailer.js"
@@ -53,7 +53,7 @@ import type {
   ToolDenied
 } from "./ToolGateError.js"
 
-export type { Allowed, CallError, Hooks, Options, RespondError } from "./internal/gate/contract.js"
+export type { Allowed, CallError, Hooks, Options, RespondError, RevokeOptions } from "./internal/gate/contract.js"
 
 /**
  * @since 0.1.0
@@ -129,10 +129,20 @@ export interface Service {
   readonly sessionApprovals: (
     sessionKey?: string
   ) => Effect.Effect<ReadonlyArray<SessionApproval.SessionApproval>, PersistenceError>
-  readonly revokeApproval: (
-    id: string,
-    actor?: string
-  ) => Effect.Effect<SessionApproval.SessionApproval, SessionApprovalNotFound | PersistenceError>
+  /**
+   * Revokes one session approval. Given `sessionKey`, an approval of another session is not found
+   * (the guard for callers limited to one session); a string alone is the actor.
+   */
+  readonly revokeApproval: {
+    (id: string, options?: RevokeOptions): Effect.Effect<
+      SessionApproval.SessionApproval,
+      SessionApprovalNotFound | PersistenceError
+    >
+    (
+      id: string,
+      actor?: string
+    ): Effect.Effect<SessionApproval.SessionApproval, SessionApprovalNotFound | PersistenceError>
+  }
   /**
    * The request for a `RequireApproval` decision (created, or found for the same call id);
    * `undefined` when the decision needs no approval or a session approval already covers the call.

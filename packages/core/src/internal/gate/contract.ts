@@ -75,3 +75,16 @@ export type CallError = InvalidToolCall | PersistenceError
  * @category models
  */
 export type RespondError = RequestNotFound | AlreadyResolved | RequestExpired | InvalidResponse | PersistenceError
+
+/**
+ * Who revokes a session approval and, for a caller limited to one session (an HTTP token, a CLI
+ * naming the session), the session the approval must belong to: one of another session is
+ * refused exactly as a missing one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RevokeOptions {
+  readonly actor?: string | undefined
+  readonly sessionKey?: string | undefined
+}

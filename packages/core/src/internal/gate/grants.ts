@@ -11,6 +11,7 @@ import * as SessionApproval from "../../SessionApproval.js"
 import * as ToolCall from "../../ToolCall.js"
 import { type InvalidToolCall, type PersistenceError, SessionApprovalNotFound } from "../../ToolGateError.js"
 import * as SessionIndex from "../sessionIndex.js"
+import type { RevokeOptions } from "./contract.js"
 import * as Ids from "./ids.js"
 
 /** The projection: read by every decision, updated by grants, revocations and the log tailer. */
@@ -116,10 +117,17 @@ export const make = (options: {
       ? Effect.succeed([])
       : Effect.flatMap(Clock.currentTimeMillis, (now) => store.sessionApprovals({ sessionKey, activeAt: now }))
 
-  const revokeApproval = (id: string, actor?: string) =>
+  const revokeApproval = (id: string, options?: string | RevokeOptions) =>
     Effect.gen(function*() {
+      const { actor, sessionKey } = typeof options === "string"
+        ? { actor: options, sessionKey: undefined }
+        : options ?? {}
       const now = yield* Clock.currentTimeMillis
       const [held] = yield* store.sessionApprovals({ id })
+      // Ids are global: a caller limited to one session never reaches another session's approval.
+      if (sessionKey !== undefined && held?.sessionKey !== sessionKey) {
+        return yield* new SessionApprovalNotFound({ sessionApprovalId: id })
+      }
       const revoked = yield* store.revoke(
         id as SessionApproval.SessionApprovalId,
         now,
