@@ -3,6 +3,14 @@
  * call, pauses with a `PauseSignal` when a human must answer, takes the answer from any process
  * that shares the store, and streams every decision to auditors.
  *
+ * This module is the contract (the service, its tag and layers) and a short assembly. The gate
+ * rests on replay by tool-call id: a call is judged once, its judgement is recorded under its id,
+ * and asking again for that id answers from the record (`gate` is `authorize`, `awaitDecision`,
+ * then `authorize` again). The parts live in `internal/gate/`: `decisions` (policy, session
+ * approvals, shadow policy, hooks), `replay` (answers from the record), `authorize` (judge, record,
+ * `gate`), `requests` (create, expire, extend, sweep), `answers` (`respond`), `grants` (session
+ * approvals and their projection), `waiters`, `logTailer` and `auditStreams`.
+ *
  * @example
  * import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
  * import { Effect, Layer } from "effect"
@@ -66,7 +74,8 @@ export interface Service {
   readonly evaluate: (call: ToolCall.ToolCallInput) => Effect.Effect<Decision.Decision, CallError>
   /**
    * `Allowed`, or a `PauseSignal` after durably creating (or finding) the approval request;
-   * fails with `ToolDenied` on deny. Asking again for the same call id returns the recorded outcome.
+   * fails with `ToolDenied` on deny. Asking again for the same call id returns the recorded outcome
+   * (replay by call id).
    */
   readonly authorize: (
     call: ToolCall.ToolCallInput
