@@ -74,7 +74,7 @@ export const make = (options: {
     recordOptions?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
   ) =>
     Effect.gen(function*() {
-      yield* sessionKeyOf(sessionKey)
+      const key = yield* sessionKeyOf(sessionKey)
       const ttlMs = recordOptions?.ttl !== undefined ? yield* Limits.ttlMillis("ttl", recordOptions.ttl) : undefined
       const now = yield* Clock.currentTimeMillis
       const toolName = ToolCall.normalizeName(toolId)
@@ -83,7 +83,7 @@ export const make = (options: {
         const granted = yield* store.grant(
           {
             id: Ids.sessionApprovalId(),
-            sessionKey: sessionKey as ToolCall.SessionKey,
+            sessionKey: key,
             toolName,
             scope: "tool",
             ...(actor !== undefined ? { grantedBy: actor } : {}),

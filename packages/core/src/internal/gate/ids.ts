@@ -1,11 +1,11 @@
 /** Fresh ids for the records the gate creates: random, prefixed by what they name. */
-import type { RequestId } from "../../ApprovalRequest.js"
-import type { SessionApprovalId } from "../../SessionApproval.js"
+import { RequestId } from "../../ApprovalRequest.js"
+import { SessionApprovalId } from "../../SessionApproval.js"
 
 const newId = (prefix: string): string => `${prefix}_${crypto.randomUUID()}`
 
 /** The id of a new approval request. */
-export const requestId = (): RequestId => newId("req") as RequestId
+export const requestId = (): RequestId => RequestId.make(newId("req"))
 
 /** The id of a new session approval. */
-export const sessionApprovalId = (): SessionApprovalId => newId("sa") as SessionApprovalId
+export const sessionApprovalId = (): SessionApprovalId => SessionApprovalId.make(newId("sa"))
