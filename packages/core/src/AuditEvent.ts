@@ -328,25 +328,28 @@ export const approvalExtended = (
   expiresAt
 })
 
-/**
- * `session.granted`: a tool-wide session approval recorded directly (not by answering a request).
- *
- * @since 0.1.0
- * @category constructors
- */
-export const sessionGranted = (
+const sessionToolEvent = (type: "session.granted" | "session.revoked", outcome: "approved" | "revoked") =>
+(
   sessionKey: string,
   toolName: string,
   at: number,
   actor: string | undefined
 ): UnsequencedEvent => ({
   at,
-  type: "session.granted",
-  outcome: "approved",
+  type,
+  outcome,
   sessionKey,
   toolName,
   ...(actor !== undefined ? { actor } : {})
 })
+
+/**
+ * `session.granted`: a tool-wide session approval recorded directly (not by answering a request).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const sessionGranted = sessionToolEvent("session.granted", "approved")
 
 /**
  * `session.revoked`, for every approval of one tool in one session.
@@ -354,19 +357,7 @@ export const sessionGranted = (
  * @since 0.1.0
  * @category constructors
  */
-export const sessionToolRevoked = (
-  sessionKey: string,
-  toolName: string,
-  at: number,
-  actor: string | undefined
-): UnsequencedEvent => ({
-  at,
-  type: "session.revoked",
-  outcome: "revoked",
-  sessionKey,
-  toolName,
-  ...(actor !== undefined ? { actor } : {})
-})
+export const sessionToolRevoked = sessionToolEvent("session.revoked", "revoked")
 
 /**
  * `session.revoked`, for one session approval by id (`held`: its session and tool, when known).

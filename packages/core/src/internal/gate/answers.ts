@@ -10,17 +10,11 @@ import * as AuditEvent from "../../AuditEvent.js"
 import type * as Limits from "../../Limits.js"
 import type { Policy } from "../../Policy.js"
 import * as ToolCall from "../../ToolCall.js"
-import {
-  AlreadyResolved,
-  InvalidResponse,
-  type PersistenceError,
-  problemsOf,
-  RequestExpired,
-  RequestNotFound
-} from "../../ToolGateError.js"
+import { AlreadyResolved, InvalidResponse, problemsOf, RequestExpired, RequestNotFound } from "../../ToolGateError.js"
 import type { RespondError } from "./contract.js"
 import type { Projection } from "./grants.js"
 import * as Ids from "./ids.js"
+import type { Requests } from "./requests.js"
 
 const decodeResponse = Schema.decodeUnknownEither(ApprovalRequest.ApprovalResponse, { errors: "all" })
 
@@ -136,23 +130,14 @@ const resolutionFor = (
 }
 
 /** The answer part of the gate: `respond`. */
-export const make = (options: {
-  readonly store: ApprovalStore["Type"]
-  readonly policy: Policy
-  readonly limits: Limits.CallLimits
-  readonly projection: Projection
-  readonly getRequest: (
-    requestId: string
-  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
-  readonly current: (
-    request: ApprovalRequest.ApprovalRequest,
-    now: number
-  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, PersistenceError>
-  readonly refuseOverdue: (
-    request: ApprovalRequest.ApprovalRequest,
-    now: number
-  ) => Effect.Effect<never, RequestExpired | PersistenceError>
-}) => {
+export const make = (
+  options: {
+    readonly store: ApprovalStore["Type"]
+    readonly policy: Policy
+    readonly limits: Limits.CallLimits
+    readonly projection: Projection
+  } & Pick<Requests, "getRequest" | "current" | "refuseOverdue">
+) => {
   const { current, getRequest, limits, policy, projection, refuseOverdue, store } = options
 
   /** Answers a pending request with a decoded response; the same answer again returns the first resolution. */

@@ -21,6 +21,7 @@ import * as ToolCall from "../../ToolCall.js"
 import { CallAlreadyExecuted, InvalidToolCall, type PersistenceError, ToolDenied } from "../../ToolGateError.js"
 import * as CallIdentity from "../callIdentity.js"
 import type { Allowed, CallError } from "./contract.js"
+import type { Requests } from "./requests.js"
 
 /** What a call replayed from its record comes to. */
 export type Replayed = Effect.Effect<Allowed | PauseSignal.PauseSignal, ToolDenied | CallAlreadyExecuted | CallError>
@@ -61,15 +62,12 @@ export const fromDecision = (
     )
 
 /** The replay part of the gate. */
-export const make = (options: {
-  readonly store: ApprovalStore["Type"]
-  readonly policy: Policy
-  /** settles a request that may be overdue (`requests.current`) */
-  readonly current: (
-    request: ApprovalRequest.ApprovalRequest,
-    now: number
-  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, PersistenceError>
-}) => {
+export const make = (
+  options: {
+    readonly store: ApprovalStore["Type"]
+    readonly policy: Policy
+  } & Pick<Requests, "current">
+) => {
   const { current, policy, store } = options
 
   /** Refuses, and audits, a call whose id is on record for another call. */

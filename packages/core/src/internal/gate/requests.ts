@@ -162,6 +162,9 @@ export const make = (options: {
   return { getRequest, expire, current, refuseOverdue, resume, pending, extend, sweep } as const
 }
 
+/** The request-lifecycle part, as the other parts receive it. */
+export type Requests = ReturnType<typeof make>
+
 /** The sweeper: requests that expired while no process ran are settled now, then every `interval`. */
 export const startSweeper = (
   sweep: Effect.Effect<unknown, PersistenceError>,

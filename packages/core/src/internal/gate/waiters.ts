@@ -7,6 +7,7 @@ import { Clock, Deferred, Duration, Effect } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { PersistenceError, RequestNotFound } from "../../ToolGateError.js"
+import type { Requests } from "./requests.js"
 
 /** The waiter registry. */
 export interface Waiters {
@@ -41,16 +42,11 @@ export const makeWaiters = (): Waiters => {
 }
 
 /** `awaitDecision`: waits until the request is answered or expires (timeout means deny). */
-export const makeAwaitDecision = (options: {
-  readonly waiters: Waiters
-  readonly getRequest: (
-    requestId: string
-  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
-  readonly current: (
-    request: ApprovalRequest.ApprovalRequest,
-    now: number
-  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, PersistenceError>
-}) =>
+export const makeAwaitDecision = (
+  options: {
+    readonly waiters: Waiters
+  } & Pick<Requests, "getRequest" | "current">
+) =>
 (requestId: string): Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError> =>
   Effect.scoped(Effect.gen(function*() {
     while (true) {
