@@ -25,6 +25,7 @@ import { canonicalArgs, type ToolCall } from "./ToolCall.js"
  * - `approvals.cleared`: session approvals were cleared
  * - `policy.shadow`: a candidate policy (dry run, `ToolGate.Options.shadowPolicy`) would have
  *   decided this call differently; nothing was enforced by it
+ * - `call.refused`: a call refused before any judgement (its tool-call id names another call)
  *
  * @since 0.1.0
  * @category models
