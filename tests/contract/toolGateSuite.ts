@@ -437,7 +437,7 @@ export const toolGateSuite = <E>(
             "tool",
             "bo"
           ]])
-          const revoked = yield* gate.revokeApproval(listed[0]!.id, "ops")
+          const revoked = yield* gate.revokeApproval(listed[0]!.id, { actor: "ops" })
           expect(revoked.revokedAt).toBeDefined()
           expect((yield* gate.evaluate(call("c2", "bash", "s1", { command: "ls" })))._tag).toBe("RequireApproval")
           expect((yield* gate.sessionApprovals("s1")).map((x) => x.toolName)).toEqual(["deploy"])

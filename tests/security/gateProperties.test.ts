@@ -201,7 +201,9 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
         case "revoke":
           return Effect.flatMap(gate.sessionApprovals(), (active) => {
             const target = pick(active, s.pick)
-            return target === undefined ? Effect.void : gate.revokeApproval(target.id, `op-${s.gate}`)
+            return target === undefined
+              ? Effect.void
+              : Effect.asVoid(gate.revokeApproval(target.id, { actor: `op-${s.gate}` }))
           })
         case "clear":
           return gate.clearApprovals(s.session, `op-${s.gate}`)
@@ -213,7 +215,9 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
         case "extend":
           return Effect.flatMap(gate.pending(), (pending) => {
             const target = pick(pending, s.pick)
-            return target === undefined ? Effect.void : gate.extend(target.requestId, s.ms, `op-${s.gate}`)
+            return target === undefined
+              ? Effect.void
+              : Effect.asVoid(gate.extend(target.requestId, s.ms, `op-${s.gate}`))
           })
         case "sweep":
           return gate.sweep

@@ -15,14 +15,14 @@
  *
  * @since 0.1.0
  */
+import type { ToolGateError } from "@tool-gate/core"
 import {
   type ApprovalRequest,
   ApprovalStore,
   type AuditEvent,
   type Policy,
   type SessionApproval,
-  ToolGate,
-  ToolGateError
+  ToolGate
 } from "@tool-gate/core"
 import type { Api, Auth } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
@@ -132,15 +132,8 @@ export const layerDirect = (options: DirectOptions): Layer.Layer<Backend, ToolGa
         respond: (requestId, answer) => gate.respond(requestId, { ...answer, respondedBy: actor }),
         extend: (requestId, ttlMs) => gate.extend(requestId, ttlMs, actor),
         sessionApprovals: (sessionKey) => gate.sessionApprovals(sessionKey),
-        revoke: (sessionKey, id) =>
-          Effect.gen(function*() {
-            // Ids are global; naming the session guards against revoking another session's grant.
-            const held = yield* gate.sessionApprovals(sessionKey)
-            if (!held.some((approval) => approval.id === id)) {
-              return yield* new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: id })
-            }
-            return yield* gate.revokeApproval(id, actor)
-          }),
+        // ids are global: naming the session keeps another session's grant out of reach
+        revoke: (sessionKey, id) => gate.revokeApproval(id, { actor, sessionKey }),
         clear: (sessionKey) => gate.clearApprovals(sessionKey, actor),
         audit: ({ afterSeq = 0, follow, sessionKey }) =>
           follow

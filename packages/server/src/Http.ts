@@ -89,21 +89,17 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           const missing = () =>
             new ToolGateError.SessionApprovalNotFound({ sessionApprovalId: path.sessionApprovalId })
           const approver = yield* Auth.approverFor(path.sessionKey, missing)
-          // Ids are global; the path's session is what the token was checked against, so the
-          // approval must belong to it.
-          const held = yield* gate.sessionApprovals(path.sessionKey)
-          if (
-            !held.some((approval) =>
-              approval.id === path.sessionApprovalId
-            )
-          ) {
-            return yield* missing()
-          }
-          return yield* gate.revokeApproval(path.sessionApprovalId, approver.name)
+          // Ids are global; the path's session is what the token was checked against, and the gate
+          // refuses an approval of another session as a missing one.
+          return yield* gate.revokeApproval(path.sessionApprovalId, {
+            actor: approver.name,
+            sessionKey: path.sessionKey
+          })
         }))
       .handle("clear", ({ path }) =>
         clear(path.sessionKey))
-      .handle("clearByPost", ({ path }) => clear(path.sessionKey))
+      .handle("clearByPost", ({ path }) =>
+        clear(path.sessionKey))
   }))
 
 // Live events reach every stream client as the same objects (the gate's hub): render each once.

@@ -1,0 +1,179 @@
+/**
+ * Answers: a human's response to a request, validated, turned into its resolution (and, for
+ * `approve_session`, the session approval it grants) and committed exactly once; the same answer
+ * again returns the first resolution, a conflicting one is refused.
+ */
+import { Clock, Effect, Either, Schema } from "effect"
+import * as ApprovalRequest from "../../ApprovalRequest.js"
+import type { ApprovalStore, NewSessionApproval } from "../../ApprovalStore.js"
+import * as AuditEvent from "../../AuditEvent.js"
+import type * as Limits from "../../Limits.js"
+import type { Policy } from "../../Policy.js"
+import * as ToolCall from "../../ToolCall.js"
+import { AlreadyResolved, InvalidResponse, problemsOf, RequestExpired, RequestNotFound } from "../../ToolGateError.js"
+import type { RespondError } from "./contract.js"
+import type { Projection } from "./grants.js"
+import * as Ids from "./ids.js"
+import type { Requests } from "./requests.js"
+
+const decodeResponse = Schema.decodeUnknownEither(ApprovalRequest.ApprovalResponse, { errors: "all" })
+
+const invalidResponse = (path: string, message: string) => new InvalidResponse({ problems: [{ path, message }] })
+
+/**
+ * An answer as given to `respond`, decoded: the response schema, then the edited arguments under
+ * the gate's limits, then the fields that apply only to some decisions.
+ */
+export const decodeAnswer = (
+  input: unknown,
+  limits: Limits.CallLimits
+): Either.Either<ApprovalRequest.ApprovalResponse, InvalidResponse> => {
+  const decoded = decodeResponse(input)
+  if (Either.isLeft(decoded)) return Either.left(new InvalidResponse({ problems: problemsOf(decoded.left) }))
+  const response = decoded.right
+  if (response.editedArgs !== undefined) {
+    const edited = ToolCall.decodeArgs(response.editedArgs, { limits, path: "editedArgs" })
+    if (Either.isLeft(edited)) return Either.left(new InvalidResponse({ problems: edited.left }))
+  }
+  if (response.scope !== undefined && response.decision !== "approve_session") {
+    return Either.left(invalidResponse("scope", "scope applies only to approve_session"))
+  }
+  if (response.sessionTtlMs !== undefined && response.decision !== "approve_session") {
+    return Either.left(invalidResponse("sessionTtlMs", "sessionTtlMs applies only to approve_session"))
+  }
+  if (response.editedArgs !== undefined && response.decision === "deny") {
+    return Either.left(invalidResponse("editedArgs", "edited arguments apply only to an approval"))
+  }
+  return Either.right(response)
+}
+
+/** A second answer to a resolved request: the first resolution when it is the same answer. */
+const settleRepeat = (
+  request: ApprovalRequest.ApprovalRequest,
+  response: ApprovalRequest.ApprovalResponse
+): Effect.Effect<ApprovalRequest.ApprovalRequest, AlreadyResolved | RequestExpired> => {
+  if (request.status === "expired") {
+    return Effect.fail(new RequestExpired({ requestId: request.requestId, expiresAt: request.expiresAt }))
+  }
+  if (ApprovalRequest.sameAnswer(request, response)) return Effect.succeed(request)
+  return Effect.fail(
+    new AlreadyResolved({
+      requestId: request.requestId,
+      status: request.status as "approved" | "denied",
+      ...(request.resolution?.respondedBy !== undefined ? { respondedBy: request.resolution.respondedBy } : {})
+    })
+  )
+}
+
+/** The resolution an answer gives a pending request, and the session approval it grants, if any. */
+const resolutionFor = (
+  policy: Policy,
+  request: ApprovalRequest.ApprovalRequest,
+  response: ApprovalRequest.ApprovalResponse,
+  now: number
+): { resolution: ApprovalRequest.Resolution; grant: NewSessionApproval | undefined } => {
+  const base = {
+    decision: response.decision,
+    resolvedAt: now,
+    ...(response.respondedBy !== undefined ? { respondedBy: response.respondedBy } : {}),
+    ...(response.editedArgs !== undefined ? { editedArgs: response.editedArgs } : {})
+  }
+  if (response.decision === "deny") {
+    return {
+      resolution: { ...base, status: "denied", reason: response.reason ?? "denied by a human" },
+      grant: undefined
+    }
+  }
+  const call = { ...request.toolCall, args: response.editedArgs ?? request.toolCall.args }
+  if (response.editedArgs !== undefined) {
+    // An edit never inherits the approval blindly: the policy judges the edited call again.
+    const verdict = policy.evaluate(call)
+    if (verdict._tag === "Deny") {
+      return {
+        resolution: {
+          ...base,
+          status: "denied",
+          deniedBy: "policy",
+          reason: `edited arguments are denied by policy rule ${verdict.rule.id}: ${verdict.reason}`
+        },
+        grant: undefined
+      }
+    }
+  }
+  const reason = response.reason !== undefined ? { reason: response.reason } : {}
+  if (response.decision === "approve_once") {
+    return { resolution: { ...base, ...reason, status: "approved" }, grant: undefined }
+  }
+  const scope = response.scope ?? request.sessionScope
+  const lifetime = response.sessionTtlMs !== undefined ? { sessionTtlMs: response.sessionTtlMs } : {}
+  const grant: NewSessionApproval = {
+    id: Ids.sessionApprovalId(),
+    sessionKey: call.sessionKey,
+    toolName: ToolCall.normalizeName(call.name),
+    scope,
+    ...(scope === "exact"
+      ? {
+        argsDigest: ToolCall.argsDigest(call.args),
+        args: ToolCall.canonicalArgs(call.args),
+        ...(call.workingDirectory !== undefined ? { workingDirectory: call.workingDirectory } : {})
+      }
+      : {}),
+    ...(response.respondedBy !== undefined ? { grantedBy: response.respondedBy } : {}),
+    requestId: request.requestId,
+    createdAt: now,
+    ...(response.sessionTtlMs !== undefined ? { expiresAt: now + response.sessionTtlMs } : {})
+  }
+  return {
+    resolution: { ...base, ...reason, status: "approved", scope, ...lifetime, sessionApprovalId: grant.id },
+    grant
+  }
+}
+
+/** The answer part of the gate: `respond`. */
+export const make = (
+  options: {
+    readonly store: ApprovalStore["Type"]
+    readonly policy: Policy
+    readonly limits: Limits.CallLimits
+    readonly projection: Projection
+  } & Pick<Requests, "getRequest" | "current" | "refuseOverdue">
+) => {
+  const { current, getRequest, limits, policy, projection, refuseOverdue, store } = options
+
+  /** Answers a pending request with a decoded response; the same answer again returns the first resolution. */
+  const answer = (
+    requestId: string,
+    response: ApprovalRequest.ApprovalResponse
+  ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
+    Effect.gen(function*() {
+      const request = yield* getRequest(requestId)
+      const now = yield* Clock.currentTimeMillis
+      const settled = yield* current(request, now)
+      if (settled.status !== "pending") return yield* settleRepeat(settled, response)
+      const { grant, resolution } = resolutionFor(policy, settled, response, now)
+      const result = yield* store.resolve(
+        settled.requestId,
+        resolution,
+        AuditEvent.approvalResolved(settled, resolution),
+        grant
+      )
+      switch (result._tag) {
+        case "NotFound":
+          return yield* new RequestNotFound({ requestId })
+        case "NotPending":
+          return yield* settleRepeat(result.request, response)
+        case "Overdue":
+        case "NotDue":
+          return yield* refuseOverdue(result.request, now)
+        case "Resolved":
+          if (grant !== undefined) yield* projection.project([{ ...grant, seq: result.event.seq }])
+          return result.request
+      }
+    })
+
+  /** `respond`: the input is decoded once, here at the edge; everything after works on the typed answer. */
+  const respond = (requestId: string, input: unknown): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
+    Effect.flatMap(Effect.suspend(() => decodeAnswer(input, limits)), (response) => answer(requestId, response))
+
+  return { respond } as const
+}

@@ -1,0 +1,204 @@
+/**
+ * Authorization: a call is judged once and its judgement recorded under its tool-call id (a
+ * decision, or the approval request it needs), then answered from the record (replay by call id,
+ * `replay.ts`). `gate` waits for a human between two `authorize`s of the same call.
+ */
+import { Clock, Effect, Option, Ref } from "effect"
+import type * as ApprovalRequest from "../../ApprovalRequest.js"
+import type { ApprovalStore, Recorded } from "../../ApprovalStore.js"
+import * as AuditEvent from "../../AuditEvent.js"
+import type * as Decision from "../../Decision.js"
+import * as PauseSignal from "../../PauseSignal.js"
+import type { Policy } from "../../Policy.js"
+import * as ToolCall from "../../ToolCall.js"
+import {
+  type CallAlreadyExecuted,
+  PersistenceError,
+  type RequestNotFound,
+  type ToolDenied
+} from "../../ToolGateError.js"
+import * as CallIdentity from "../callIdentity.js"
+import { sha256 } from "../canonical.js"
+import * as SessionIndex from "../sessionIndex.js"
+import type { Allowed, CallError } from "./contract.js"
+import { allowedBy, events, type Judgement } from "./decisions.js"
+import type { Projection } from "./grants.js"
+import { fromDecision, isSameCall, type Replayed } from "./replay.js"
+import { newRequest } from "./requests.js"
+
+// A decision and its record are retried when a session approval it relied on was revoked in
+// between; more than a few revocations racing one call is a store that keeps changing under it.
+const maxAttempts = 5
+
+/** The authorization part of the gate. */
+export const make = (options: {
+  readonly store: ApprovalStore["Type"]
+  readonly policy: Policy
+  readonly projection: Projection
+  readonly decodeCall: (input: ToolCall.ToolCallInput) => Effect.Effect<ToolCall.ToolCall, CallError>
+  readonly judge: (call: ToolCall.ToolCall, now: number) => Effect.Effect<Judgement, PersistenceError>
+  readonly judgeAgain: (
+    call: ToolCall.ToolCall,
+    decision: Decision.Decision,
+    now: number
+  ) => Effect.Effect<Judgement>
+  readonly replay: (call: ToolCall.ToolCall, args: string, record: Recorded, now: number) => Replayed
+  readonly refuseReused: (call: ToolCall.ToolCall, args: string, now: number) => Effect.Effect<never, CallError>
+  readonly fromRequest: (request: ApprovalRequest.ApprovalRequest, now: number) => Replayed
+  readonly awaitDecision: (
+    requestId: string
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
+  /** the log tailer's failure while it cannot read the log */
+  readonly logUnreadable: () => PersistenceError | undefined
+}) => {
+  const { decodeCall, fromRequest, judge, judgeAgain, policy, projection, refuseReused, replay, store } = options
+
+  /** `authorize`: replays the record for the call id, or judges the call and records the judgement. */
+  const authorize = (input: ToolCall.ToolCallInput): Replayed =>
+    Effect.gen(function*() {
+      const call = yield* decodeCall(input)
+      const now = yield* Clock.currentTimeMillis
+      const args = ToolCall.canonicalArgs(call.args)
+      const recorded = yield* store.findRecorded(call.sessionKey, call.id)
+      if (Option.isSome(recorded)) return yield* replay(call, args, recorded.value, now)
+      return yield* settle(call, args, yield* judge(call, now), now, 1)
+    })
+
+  /** Records the decision (or the request it needs) and answers the call from the record. */
+  const settle = (
+    call: ToolCall.ToolCall,
+    args: string,
+    judgement: Judgement,
+    now: number,
+    attempt: number
+  ): Replayed => {
+    const decision = judgement.decision
+    if (attempt > maxAttempts) {
+      return Effect.fail(
+        new PersistenceError({
+          operation: "authorize",
+          cause: new Error("session approvals kept changing under the call")
+        })
+      )
+    }
+    if (decision._tag === "RequireApproval") return request(call, args, decision, judgement.shadow, now, attempt)
+    const unreadable = options.logUnreadable()
+    if (decision._tag === "Allow" && decision.via === "sessionApproval" && unreadable !== undefined) {
+      // the approval may have been revoked in a part of the log this gate cannot read
+      return Effect.fail(unreadable)
+    }
+    const recorded = store.recordDecision({
+      sessionKey: call.sessionKey,
+      toolCallId: call.id,
+      toolName: ToolCall.normalizeName(call.name),
+      argsDigest: sha256(args),
+      callDigest: CallIdentity.callDigest(call, args),
+      at: now,
+      decision
+    }, events(call, judgement, now, args))
+    return Effect.flatMap(recorded, (result): Replayed => {
+      switch (result._tag) {
+        case "Created":
+          return fromDecision(call, decision)
+        case "Existing":
+          return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
+        case "Requested":
+          return replay(call, args, { _tag: "Request", request: result.request }, now)
+        case "GrantInactive":
+          // revoked (or lapsed on the store's clock) since this gate last read the log: judge the
+          // call by the policy alone; the store then finds any other approval that still covers it
+          return Effect.zipRight(
+            Effect.flatMap(store.sessionApprovals({ id: result.sessionApprovalId }), projection.project),
+            Effect.suspend(() =>
+              settle(call, args, { decision: policy.evaluate(call), shadow: undefined }, now, attempt + 1)
+            )
+          )
+      }
+    })
+  }
+
+  const request = (
+    call: ToolCall.ToolCall,
+    args: string,
+    decision: Decision.RequireApproval,
+    shadow: Decision.Decision | undefined,
+    now: number,
+    attempt: number
+  ): Replayed => {
+    const asked = newRequest(call, decision, now, args)
+    return Effect.flatMap(store.createRequest(asked, AuditEvent.approvalRequested(asked, args)), (result): Replayed => {
+      switch (result._tag) {
+        case "Created":
+          return Effect.zipRight(
+            shadow === undefined ? Effect.void : Effect.asVoid(store.append([
+              AuditEvent.policyShadow(call, decision, shadow, now, args, result.request.requestId)
+            ])),
+            fromRequest(result.request, now)
+          )
+        case "Existing":
+          return replay(call, args, { _tag: "Request", request: result.request }, now)
+        case "Decided":
+          return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
+        case "Covered":
+          // approved for the session by a process whose answer this gate has not read yet
+          return Effect.zipRight(
+            projection.project([result.grant]),
+            Effect.flatMap(
+              judgeAgain(call, allowedBy(decision, result.grant), now),
+              (judged) => settle(call, args, judged, now, attempt + 1)
+            )
+          )
+      }
+    })
+  }
+
+  /**
+   * `gate`: replay by call id with a wait in between. `authorize` pauses on a new request; once
+   * `awaitDecision` sees it answered, `authorize` again replays the answered request for the same id.
+   */
+  const gate = <A, E, R>(input: ToolCall.ToolCallInput, run: (allowed: Allowed) => Effect.Effect<A, E, R>) => {
+    const untilDecided: Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> = Effect.flatMap(
+      authorize(input),
+      (result) =>
+        PauseSignal.isPauseSignal(result)
+          ? Effect.zipRight(
+            // the request was just created or found, so only a store failure can end the wait early
+            options.awaitDecision(result.requestId).pipe(Effect.catchTag("RequestNotFound", Effect.die)),
+            Effect.suspend(() => untilDecided)
+          )
+          : Effect.succeed(result)
+    )
+    return Effect.flatMap(untilDecided, run)
+  }
+
+  /** `createApprovalRequest`: the request a `RequireApproval` decision needs, found or created. */
+  const createApprovalRequest = (decision: Decision.Decision, input: ToolCall.ToolCallInput) =>
+    Effect.gen(function*() {
+      const call = yield* decodeCall(input)
+      if (decision._tag !== "RequireApproval") return undefined
+      const now = yield* Clock.currentTimeMillis
+      if (SessionIndex.lookup(yield* Ref.get(projection.index), call, now) !== undefined) return undefined
+      const args = ToolCall.canonicalArgs(call.args)
+      const found = (record: Recorded) =>
+        !isSameCall(call, record)
+          ? refuseReused(call, args, now)
+          : Effect.succeed(record._tag === "Request" ? record.request : undefined)
+      const recorded = yield* store.findRecorded(call.sessionKey, call.id)
+      if (Option.isSome(recorded)) return yield* found(recorded.value)
+      const asked = newRequest(call, decision, now, args)
+      const result = yield* store.createRequest(asked, AuditEvent.approvalRequested(asked, args))
+      switch (result._tag) {
+        case "Created":
+          return result.request
+        case "Existing":
+          return yield* found({ _tag: "Request", request: result.request })
+        case "Decided":
+          return yield* found({ _tag: "Decision", decision: result.decision })
+        case "Covered":
+          yield* projection.project([result.grant])
+          return undefined
+      }
+    })
+
+  return { authorize, gate, createApprovalRequest } as const
+}

@@ -1,0 +1,92 @@
+/**
+ * The log tailer: one reader of the log per gate. On every hint from the store it reads the log
+ * after what it has seen, wakes the local waiters of requests that were answered, expired or
+ * extended, feeds the live audit stream and catches the session-approval projection up with the
+ * changes committed by any process. While the log cannot be read, it says so (`unreadable`):
+ * session approvals may have been revoked in the part it cannot read.
+ */
+import { Effect, Queue, Ref } from "effect"
+import type * as Scope from "effect/Scope"
+import type { ApprovalStore } from "../../ApprovalStore.js"
+import type * as AuditEvent from "../../AuditEvent.js"
+import type { PersistenceError } from "../../ToolGateError.js"
+import type { Projection } from "./grants.js"
+import type { Waiters } from "./waiters.js"
+
+// Events after which a waiter must look again: its request was answered, expired or extended.
+const WAKING_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
+  "approval.resolved",
+  "approval.expired",
+  "approval.extended"
+])
+
+const PROJECTION_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
+  "approval.resolved",
+  "session.granted",
+  "session.revoked",
+  "approvals.cleared"
+])
+
+/** The tailer of a gate: its health now, and the fiber to start once the gate is assembled. */
+export interface LogTailer {
+  /** the failure of the last read of the log, until a read succeeds again */
+  readonly unreadable: () => PersistenceError | undefined
+  readonly start: Effect.Effect<void, never, Scope.Scope>
+}
+
+export const make = (options: {
+  readonly store: ApprovalStore["Type"]
+  readonly projection: Projection
+  readonly waiters: Waiters
+  readonly publish: (events: ReadonlyArray<AuditEvent.AuditEvent>) => Effect.Effect<boolean>
+}): LogTailer => {
+  const { projection, publish, store, waiters } = options
+  let unreadable: PersistenceError | undefined
+  let seq = projection.loadedAt
+
+  const catchUp = Effect.gen(function*() {
+    let changedProjection = false
+    while (true) {
+      const events = yield* store.events({ afterSeq: seq, limit: 1000 })
+      if (events.length === 0) break
+      for (const event of events) {
+        if (event.requestId !== undefined && WAKING_EVENTS.has(event.type) && waiters.has(event.requestId)) {
+          yield* waiters.wake(event.requestId)
+        }
+        if (PROJECTION_EVENTS.has(event.type)) changedProjection = true
+      }
+      yield* publish(events)
+      seq = events[events.length - 1]!.seq
+    }
+    if (changedProjection) {
+      const projectionSeq = (yield* Ref.get(projection.index)).seq
+      yield* projection.project(yield* store.sessionApprovals({ afterSeq: projectionSeq }))
+    }
+  })
+
+  const start = Effect.flatMap(store.subscribe, (hints) =>
+    Queue.take(hints).pipe(
+      Effect.zipRight(Queue.takeAll(hints)),
+      Effect.zipRight(catchUp),
+      Effect.zipRight(Effect.sync(() => {
+        unreadable = undefined
+      })),
+      Effect.catchAll((error) =>
+        Effect.zipRight(
+          Effect.sync(() => {
+            unreadable = error
+          }),
+          Effect.logError(
+            "tool-gate: reading the audit log failed; calls that rely on session approvals fail until it can be read",
+            error
+          )
+        )
+      ),
+      Effect.forever,
+      Effect.forkScoped,
+      Effect.interruptible,
+      Effect.asVoid
+    ))
+
+  return { unreadable: () => unreadable, start }
+}
