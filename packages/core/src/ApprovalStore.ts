@@ -50,7 +50,13 @@ export type ResolveResult =
  * @category models
  */
 export type CreateResult =
-  | { readonly _tag: "Created"; readonly request: ApprovalRequest; readonly event: AuditEvent }
+  | {
+    readonly _tag: "Created"
+    readonly request: ApprovalRequest
+    readonly event: AuditEvent
+    /** the `policy.shadow` event committed with the request, when one was given */
+    readonly shadow?: AuditEvent | undefined
+  }
   | { readonly _tag: "Existing"; readonly request: ApprovalRequest }
   | { readonly _tag: "Decided"; readonly decision: RecordedDecision }
   | { readonly _tag: "Covered"; readonly grant: SessionApproval }
@@ -122,11 +128,13 @@ export interface Service {
    * Inserts the request with its `approval.requested` event, in one transaction that first finds
    * any record for the same `(sessionKey, toolCall.id)` (`Existing`, `Decided`) and any session
    * approval active at `request.createdAt` (the database's clock, for SQL stores that judge time
-   * there) that covers the call (`Covered`): then nothing is written.
+   * there) that covers the call (`Covered`): then nothing is written. `shadow` (a `policy.shadow`
+   * event) commits after `event`, with the request, and gets the request's id.
    */
   readonly createRequest: (
     request: ApprovalRequest,
-    event: UnsequencedEvent
+    event: UnsequencedEvent,
+    shadow?: UnsequencedEvent
   ) => Effect.Effect<CreateResult, PersistenceError>
   /**
    * Moves a request out of `pending`, only if it is still pending, committing the event and, for
@@ -316,7 +324,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
 
   const store: Service = {
     append: (events) => committed(() => events.map(sequence)),
-    createRequest: (request, event) =>
+    createRequest: (request, event, shadow) =>
       Effect.suspend((): Effect.Effect<CreateResult> => {
         const call = request.toolCall
         const key = callKey(call.sessionKey, call.id)
@@ -330,7 +338,15 @@ export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
         return committed((): CreateResult => {
           requests.set(request.requestId, request)
           byCall.set(key, request.requestId)
-          return { _tag: "Created", request, event: sequence(event) }
+          const requested = sequence(event)
+          return shadow === undefined
+            ? { _tag: "Created", request, event: requested }
+            : {
+              _tag: "Created",
+              request,
+              event: requested,
+              shadow: sequence({ ...shadow, requestId: request.requestId })
+            }
         })
       }),
     resolve: (requestId, resolution, event, grant) =>

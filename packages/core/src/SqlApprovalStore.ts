@@ -13,8 +13,8 @@
  * runs are committed together (group commit), each still all-or-nothing and exactly-once.
  *
  * Wake-ups: this process's own commits are hinted to `subscribe`rs at once; other processes'
- * commits arrive through a pluggable `SqlChangeFeed` (`layerPollingFeed` for any database,
- * `layerNotifyFeed` for PostgreSQL LISTEN/NOTIFY).
+ * commits arrive through a pluggable feed (module `SqlChangeFeed`: `layerPollingFeed` for any
+ * database, `layerNotifyFeed` for PostgreSQL LISTEN/NOTIFY).
  *
  * @example
  * import { SqliteClient } from "@effect/sql-sqlite-bun"
@@ -34,8 +34,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import type { Fragment } from "@effect/sql/Statement"
-import { Clock, Context, Effect, Layer, Option, type ParseResult, Queue, RcRef, Stream } from "effect"
-import type * as Duration from "effect/Duration"
+import { Effect, Layer, Option, type ParseResult, Queue, RcRef, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
 import {
@@ -49,117 +48,27 @@ import {
 } from "./ApprovalStore.js"
 import type { AuditEvent, UnsequencedEvent } from "./AuditEvent.js"
 import * as Batcher from "./internal/sqlBatcher.js"
-import { boundary } from "./internal/sqlBoundary.js"
 import * as Rows from "./internal/sqlRows.js"
 import { lockKey, migrate, migrations, retryOpen, tables } from "./internal/sqlSchema.js"
 import { covers, type SessionApproval } from "./SessionApproval.js"
-import type { PersistenceError } from "./ToolGateError.js"
+import { SqlChangeFeed } from "./SqlChangeFeed.js"
+import { PersistenceError } from "./ToolGateError.js"
 
 /**
- * How a store learns that other processes may have grown the log.
+ * The change feeds, from their own module (`SqlChangeFeed`), under the names they had here.
  *
  * @since 0.1.0
- * @category models
+ * @category change feeds
  */
-export interface ChangeFeed {
-  /** Runs inside each writing transaction after its events are inserted (PostgreSQL: `NOTIFY`). */
-  readonly onCommit: (seq: number) => Effect.Effect<void, SqlError>
-  /** Signals that the log may have grown; the store then reads `max(seq)`. */
-  readonly changes: Stream.Stream<void>
-}
-
-/**
- * @since 0.1.0
- * @category tags
- */
-export class SqlChangeFeed extends Context.Tag("@tool-gate/core/SqlChangeFeed")<SqlChangeFeed, ChangeFeed>() {}
-
-const wallClock = Clock.make()
-
-/**
- * Sleeps in wall-clock time. Other processes commit in real time, so the feeds' pace ignores the
- * `Clock` service: under a `TestClock` a poll would never fire, or fire thousands of times when a
- * test moves the clock by minutes.
- */
-const pause = (duration: Duration.DurationInput) => Effect.withClock(Effect.sleep(duration), wallClock)
-
-/** A signal every `interval` of wall-clock time. */
-const ticks = (interval: Duration.DurationInput): Stream.Stream<void> => Stream.repeatEffect(pause(interval))
-
-/**
- * A feed for any database: signals every `interval` (default 50 ms, wall-clock time). The store
- * polls only while someone is subscribed, and a poll is one indexed `max(seq)` read.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerPollingFeed = (interval: Duration.DurationInput = "50 millis"): Layer.Layer<SqlChangeFeed> =>
-  Layer.succeed(SqlChangeFeed, { onCommit: () => Effect.void, changes: ticks(interval) })
-
-/**
- * What `makeNotifyFeed` needs of a PostgreSQL client: `PgClient` from `@effect/sql-pg` has it.
- *
- * @since 0.1.0
- * @category models
- */
-export interface Listener {
-  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface NotifyFeedOptions {
-  /** default `toolgate_changes`; give stores with other table prefixes their own channel */
-  readonly channel?: string | undefined
-  /**
-   * A slow poll beside LISTEN (default 1 second): a notification is lost when the listening
-   * connection drops or while LISTEN is being (re)established.
-   */
-  readonly fallbackInterval?: Duration.DurationInput | undefined
-}
-
-/**
- * A PostgreSQL LISTEN/NOTIFY feed: each writing transaction calls `pg_notify(channel, seq)` (which
- * PostgreSQL delivers at commit, and not at all on rollback), and `changes` listens on the channel
- * through `listener` (e.g. `PgClient`), so core needs no PostgreSQL driver.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const makeNotifyFeed = (
-  listener: Listener,
-  options: NotifyFeedOptions = {}
-): Effect.Effect<ChangeFeed, never, SqlClient.SqlClient> =>
-  Effect.map(SqlClient.SqlClient, (client) => {
-    const sql = client.withoutTransforms()
-    const channel = options.channel ?? "toolgate_changes"
-    return {
-      onCommit: (seq) => Effect.asVoid(sql`SELECT pg_notify(${channel}, ${String(seq)})`),
-      changes: Stream.merge(
-        // listens again a second after LISTEN fails
-        Stream.forever(Stream.concat(
-          listener.listen(channel).pipe(Stream.as<void>(undefined), Stream.catchAll(() => Stream.empty)),
-          Stream.execute(pause("1 second"))
-        )),
-        ticks(options.fallbackInterval ?? "1 second")
-      )
-    }
-  })
-
-/**
- * `makeNotifyFeed` over the client found under `tag`, e.g.
- * `SqlApprovalStore.layerNotifyFeed(PgClient.PgClient)`.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerNotifyFeed = <I, S extends Listener>(
-  tag: Context.Tag<I, S>,
-  options?: NotifyFeedOptions
-): Layer.Layer<SqlChangeFeed, never, I | SqlClient.SqlClient> =>
-  Layer.effect(SqlChangeFeed, Effect.flatMap(tag, (listener) => makeNotifyFeed(listener, options)))
+export {
+  type ChangeFeed,
+  layerNotifyFeed,
+  layerPollingFeed,
+  type Listener,
+  makeNotifyFeed,
+  type NotifyFeedOptions,
+  SqlChangeFeed
+} from "./SqlChangeFeed.js"
 
 /**
  * @since 0.1.0
@@ -244,8 +153,8 @@ export const make = (
     // Processes opening one database at once wait for each other: the migrations run under the
     // writers' lock, and a busy database (or a lost DDL race with an older version) is retried.
     yield* retryOpen(Effect.zipRight(
-      boundary("open")(setUp),
-      boundary("migrate")(migrate({ loader: migrations(t), table: t.migrations, lock: lockKey(prefix) }))
+      PersistenceError.refail("open")(setUp),
+      PersistenceError.refail("migrate")(migrate({ loader: migrations(t), table: t.migrations, lock: lockKey(prefix) }))
     ))
 
     // --- statements -----------------------------------------------------------------------------
@@ -276,7 +185,7 @@ export const make = (
 
     /** A read: on SQLite through the batcher (unless the caller is inside its own transaction). */
     const read = <A>(operation: string, body: Effect.Effect<A, Failure>): Effect.Effect<A, PersistenceError> =>
-      boundary(operation)(
+      PersistenceError.refail(operation)(
         isSqlite ? Effect.flatMap(inTransaction, (inside) => inside ? body : batcher.read(body)) : body
       )
 
@@ -350,7 +259,7 @@ export const make = (
       Effect.map((seqs) => seqs[0] ?? 0)
     )
     // Highest sequence number hinted so far, from this process's commits or the feed.
-    let known = yield* boundary("lastSeq")(readLastSeq)
+    let known = yield* PersistenceError.refail("lastSeq")(readLastSeq)
     // Each subscriber holds at most one outstanding hint: while one is unread, commits add
     // nothing, so a burst of commits costs the reader one wake-up, not one per commit.
     const subscribers = new Set<Queue.Queue<number>>()
@@ -399,7 +308,7 @@ export const make = (
           ? sql.withTransaction(Effect.zipRight(serialize, body))
           : batcher.write(body, single)).pipe(
           Effect.tap((a) => hint(committed(a))),
-          boundary(operation)
+          PersistenceError.refail(operation)
         )
 
     const eventParams = (event: UnsequencedEvent, text: string) => [
@@ -573,7 +482,7 @@ export const make = (
           ? Effect.succeed([])
           : write("append", insertEvents(batch), (sequenced) => sequenced[sequenced.length - 1]!.seq),
 
-      createRequest: (request, event) =>
+      createRequest: (request, event, shadow) =>
         write(
           "createRequest",
           Effect.gen(function*() {
@@ -606,8 +515,15 @@ export const make = (
             if (inserted.length === 0) {
               return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
             }
-            const sequenced = yield* insertEvent(event)
-            return { result: { _tag: "Created", request, event: sequenced } as CreateResult, seq: sequenced.seq }
+            if (shadow === undefined) {
+              const sequenced = yield* insertEvent(event)
+              return { result: { _tag: "Created", request, event: sequenced } as CreateResult, seq: sequenced.seq }
+            }
+            const [requested, shadowed] = yield* insertEvents([event, { ...shadow, requestId: request.requestId }])
+            return {
+              result: { _tag: "Created", request, event: requested!, shadow: shadowed! } as CreateResult,
+              seq: shadowed!.seq
+            }
           }),
           (written) => written.seq
         ).pipe(Effect.map((written) => written.result)),

@@ -19,9 +19,8 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option, Schema } from "effect"
 import { CheckpointStore, type Row, type Service } from "./CheckpointStore.js"
-import { boundary } from "./internal/sqlBoundary.js"
 import { lockKey, migrate, retryOpen } from "./internal/sqlSchema.js"
-import type { PersistenceError } from "./ToolGateError.js"
+import { PersistenceError } from "./ToolGateError.js"
 
 /**
  * @since 0.1.0
@@ -67,7 +66,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
     const owners = `${prefix}checkpoint_requests`
     // under the writers' lock, retried while another process migrates (as the approval store does)
     yield* retryOpen(
-      boundary("migrate checkpoints")(migrate({
+      PersistenceError.refail("migrate checkpoints")(migrate({
         table: `${prefix}checkpoint_migrations`,
         lock: lockKey(prefix),
         loader: Migrator.fromRecord({
@@ -135,7 +134,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
         }).pipe(
           sql.withTransaction,
           Effect.catchIf((error): error is Taken => error instanceof Taken, () => Effect.succeed(false)),
-          boundary("save checkpoint")
+          PersistenceError.refail("save checkpoint")
         ),
       find: (by) =>
         ("token" in by
@@ -143,7 +142,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${
             sql(owners)
           } o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
-          .pipe(Effect.flatMap(readOne), boundary("find checkpoint")),
+          .pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint")),
       claim: (token, owner, now, until) =>
         sql`UPDATE ${sql(checkpoints)} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
           WHERE token = ${token} AND resumed_at IS NULL
@@ -151,23 +150,29 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
           RETURNING claims`.pipe(
           Effect.flatMap(decodeClaims),
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.claims)),
-          boundary("claim checkpoint")
+          PersistenceError.refail("claim checkpoint")
         ),
       renew: (token, owner, fence, until) =>
         sql`UPDATE ${sql(checkpoints)} SET claimed_until = ${until}
           WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("renew checkpoint lease")),
+          RETURNING token`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          PersistenceError.refail("renew checkpoint lease")
+        ),
       update: (token, owner, fence, state) =>
         sql`UPDATE ${sql(checkpoints)} SET state = ${state}
           WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("update checkpoint")),
+          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), PersistenceError.refail("update checkpoint")),
       complete: (token, owner, fence, at) =>
         sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at}
           WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("complete checkpoint")),
+          RETURNING token`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          PersistenceError.refail("complete checkpoint")
+        ),
       open: (name) =>
         sql`SELECT * FROM ${sql(checkpoints)} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
-          .pipe(Effect.flatMap(read), boundary("list open checkpoints"))
+          .pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
     })
   })
 
