@@ -4,8 +4,10 @@
  * projection change and the audit event describing it commit together, and "only if still
  * pending" is decided by the store, so answers are exactly-once across processes.
  *
- * `layerMemory` keeps everything in this process (tests, quick starts); `SqlApprovalStore`
- * implements the same interface on `@effect/sql`.
+ * The typed logic is written once, in `makeEncoded`, over a driver (`Encoded`) that keeps rows
+ * as the SQL stores keep them: encoded entities, written by conditional claim-and-rewrite,
+ * insert-or-return-existing and appends, each one atomic step. `layerMemory` runs it over an
+ * in-process driver (tests, quick starts); `SqlApprovalStore` over the `@effect/sql` driver.
  *
  * @example
  * import { ApprovalStore, ToolGate, Policy } from "@tool-gate/core"
@@ -15,15 +17,16 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option, Queue } from "effect"
+import { Context, Effect, Either, Layer, Option, type ParseResult, Queue, RcRef, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
 import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
-import { matches } from "./AuditEvent.js"
 import type { Recorded as RecordedDecision } from "./Decision.js"
+import * as Codecs from "./internal/store/codecs.js"
+import { makeMemoryDriver } from "./internal/store/memoryDriver.js"
 import type { SessionApproval, SessionApprovalId } from "./SessionApproval.js"
-import { covers, isActive } from "./SessionApproval.js"
-import type { PersistenceError } from "./ToolGateError.js"
+import { covers } from "./SessionApproval.js"
+import { PersistenceError } from "./ToolGateError.js"
 
 /**
  * The outcome of a conditional resolve: applied, or refused because the request had already left
@@ -236,8 +239,6 @@ export interface Service {
  */
 export class ApprovalStore extends Context.Tag("@tool-gate/core/ApprovalStore")<ApprovalStore, Service>() {}
 
-const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey}\u0000${toolCallId}`
-
 /**
  * Why a pending request may not take this transition at `now`: an answer (or extension) after its
  * deadline is `Overdue`, an expiry before it `NotDue`.
@@ -267,249 +268,507 @@ export const reliedOn = (decision: RecordedDecision): string | undefined =>
     ? decision.decision.sessionApprovalId
     : undefined
 
-const revokeMatches = (query: RevokeQuery) => (a: SessionApproval) =>
-  a.revokedAt === undefined &&
-  (query.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
-  (query.toolName === undefined || a.toolName === query.toolName.toLowerCase())
+/**
+ * Encoded forms, as drivers keep them (`Schema.encode` of each entity).
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type RequestEncoded = Codecs.RequestEncoded
+/** @since 0.1.0 @category driver */
+export type EventEncoded = Codecs.EventEncoded
+/** @since 0.1.0 @category driver */
+export type ApprovalEncoded = Codecs.ApprovalEncoded
+/** @since 0.1.0 @category driver */
+export type DecisionEncoded = Codecs.DecisionEncoded
 
 /**
- * An in-process store. Each method runs synchronously, so each is atomic like a transaction.
+ * The condition of a request claim: `pending` and not warned yet, or `pending` and within
+ * (`Before`) or past (`Past`) its deadline at `at` on the store's clock (a SQL driver may judge
+ * it on the database's clock instead).
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type Claim =
+  | { readonly _tag: "Unwarned" }
+  | { readonly _tag: "BeforeDeadline"; readonly at: number }
+  | { readonly _tag: "PastDeadline"; readonly at: number }
+
+/**
+ * A call's encoded, pure continuation inside a driver's transaction: it decodes and encodes, and
+ * its failure rolls the step back.
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type Continue<A, B> = (a: A, seqs: ReadonlyArray<number>) => Either.Either<B, ParseResult.ParseError>
+
+/**
+ * The storage under the store: rows as the SQL stores keep them, each method one atomic step (one
+ * transaction). Writes take the events to append with them and return their sequence numbers
+ * (consecutive, ascending). Designed so that a driver answers each call in few statements: a read
+ * folded into its write (`RETURNING`), no read before an insert that the database can refuse.
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export interface Encoded {
+  readonly append: (events: ReadonlyArray<EventEncoded>) => Effect.Effect<ReadonlyArray<number>, PersistenceError>
+  /**
+   * Insert-or-return-existing: the request and its events, unless a record of its
+   * `(sessionKey, toolCall.id)` exists (`Existing`, `Decided`) or `covering` picks one of the
+   * session's approvals for the tool active at `request.createdAt` on the store's clock (`Covered`).
+   */
+  readonly insertRequest: (
+    request: RequestEncoded,
+    events: ReadonlyArray<EventEncoded>,
+    covering: (active: ReadonlyArray<ApprovalEncoded>) => Either.Either<number, ParseResult.ParseError>
+  ) => Effect.Effect<
+    | { readonly _tag: "Inserted"; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Existing"; readonly request: RequestEncoded }
+    | { readonly _tag: "Decided"; readonly decision: DecisionEncoded }
+    | { readonly _tag: "Covered"; readonly grant: ApprovalEncoded },
+    PersistenceError
+  >
+  /**
+   * Conditional claim-and-rewrite: when the request meets `claim`, appends `events`, rewrites the
+   * row with what `rewrite` makes of it (and inserts the session approval it may return);
+   * otherwise writes nothing and returns the row as it is.
+   */
+  readonly claimRequest: (
+    /** the store call, for errors */
+    operation: string,
+    requestId: string,
+    claim: Claim,
+    events: ReadonlyArray<EventEncoded>,
+    rewrite: Continue<RequestEncoded, { readonly request: RequestEncoded; readonly grant?: ApprovalEncoded }>
+  ) => Effect.Effect<
+    | { readonly _tag: "Claimed"; readonly request: RequestEncoded; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Refused"; readonly current: Option.Option<RequestEncoded> },
+    PersistenceError
+  >
+  /** Sets `consumedAt` of an approved, unspent request, with `events`; `undefined` when not spent. */
+  readonly consume: (
+    requestId: string,
+    at: number,
+    events: ReadonlyArray<EventEncoded>
+  ) => Effect.Effect<ReadonlyArray<number> | undefined, PersistenceError>
+  /**
+   * Insert-or-return-existing for a policy decision, unless a request holds its call id
+   * (`Requested`) or the session approval it relies on is not active at `at` on the store's clock.
+   */
+  readonly insertDecision: (
+    decision: DecisionEncoded,
+    events: ReadonlyArray<EventEncoded>,
+    reliedOn: string | undefined
+  ) => Effect.Effect<
+    | { readonly _tag: "Inserted"; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Existing"; readonly decision: DecisionEncoded }
+    | { readonly _tag: "Requested"; readonly request: RequestEncoded }
+    | { readonly _tag: "GrantInactive" },
+    PersistenceError
+  >
+  /** Appends `events`, then inserts the session approval `approval` makes with their numbers. */
+  readonly insertApproval: (
+    events: ReadonlyArray<EventEncoded>,
+    approval: (seqs: ReadonlyArray<number>) => Either.Either<ApprovalEncoded, ParseError>
+  ) => Effect.Effect<{ readonly approval: ApprovalEncoded; readonly seqs: ReadonlyArray<number> }, PersistenceError>
+  /**
+   * Revokes approvals, rewriting each with what `rewrite` makes of it (grant order): the one with
+   * `id` active at `at` (its events only when there is one), or every unrevoked one matching
+   * the session and lower-cased tool name (its events always).
+   */
+  readonly revoke: (
+    which: { readonly id: string } | {
+      readonly sessionKey?: string | undefined
+      readonly toolName?: string | undefined
+    },
+    at: number,
+    events: ReadonlyArray<EventEncoded>,
+    rewrite: Continue<ReadonlyArray<ApprovalEncoded>, ReadonlyArray<ApprovalEncoded>>
+  ) => Effect.Effect<
+    { readonly revoked: ReadonlyArray<ApprovalEncoded>; readonly seqs: ReadonlyArray<number> },
+    PersistenceError
+  >
+  readonly getRequest: (requestId: string) => Effect.Effect<Option.Option<RequestEncoded>, PersistenceError>
+  readonly findByToolCall: (
+    sessionKey: string,
+    toolCallId: string
+  ) => Effect.Effect<Option.Option<RequestEncoded>, PersistenceError>
+  /** The request (it wins) or the decision of a call id. */
+  readonly findRecorded: (
+    sessionKey: string,
+    toolCallId: string
+  ) => Effect.Effect<
+    Option.Option<
+      | { readonly _tag: "Request"; readonly request: RequestEncoded }
+      | { readonly _tag: "Decision"; readonly decision: DecisionEncoded }
+    >,
+    PersistenceError
+  >
+  readonly listPending: Service["listPending"] extends (...args: infer P) => any
+    ? (...args: P) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+    : never
+  readonly listDue: (at: number) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+  readonly listToWarn: (
+    at: number,
+    warnBeforeMs: number
+  ) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+  readonly sessionApprovals: (
+    query?: SessionApprovalQuery
+  ) => Effect.Effect<ReadonlyArray<ApprovalEncoded>, PersistenceError>
+  /** Events in sequence order; `query.toolName` lower-cased. */
+  readonly events: (
+    query: AuditQuery
+  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEncoded }>, PersistenceError>
+  readonly lastSeq: Effect.Effect<number, PersistenceError>
+  /** Signals that another process may have grown the log (the store then hints its readers). */
+  readonly changes: Stream.Stream<void>
+}
+
+type ParseError = ParseResult.ParseError
+
+/**
+ * The store over a driver: the request transitions, the result shaping, the codecs and the
+ * subscriber hints, once for every driver. Needs a scope for the driver's change signal, which
+ * runs only while someone is subscribed.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
-  const log: Array<AuditEvent> = []
-  const requests = new Map<string, ApprovalRequest>()
-  const byCall = new Map<string, string>()
-  const decisions = new Map<string, RecordedDecision>()
-  const approvals = new Map<string, SessionApproval>()
-  // Each subscriber holds at most one outstanding hint: while one is unread, commits add nothing,
-  // so a burst of commits costs the reader one wake-up, not one per commit.
-  const subscribers = new Set<Queue.Queue<number>>()
+export const makeEncoded = (driver: Encoded): Effect.Effect<Service, PersistenceError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const codecs = Codecs.makeCodecs()
+    const decode =
+      <A>(operation: string, codec: Codecs.Codec<A, any>) => (encoded: unknown): Effect.Effect<A, PersistenceError> => {
+        const decoded = codec.decode(encoded)
+        return Either.isRight(decoded)
+          ? Effect.succeed(decoded.right)
+          : Effect.fail(new PersistenceError({ operation, cause: decoded.left }))
+      }
+    const decodeAll = <A>(operation: string, codec: Codecs.Codec<A, any>) => (rows: ReadonlyArray<unknown>) =>
+      Effect.forEach(rows, decode(operation, codec))
+    const encode = <A, I>(
+      operation: string,
+      codec: Codecs.Codec<A, I>,
+      value: A
+    ): Effect.Effect<I, PersistenceError> => {
+      const encoded = codec.encode(value)
+      return Either.isRight(encoded)
+        ? Effect.succeed(encoded.right)
+        : Effect.fail(new PersistenceError({ operation, cause: encoded.left }))
+    }
+    const encodeEvents = (operation: string, events: ReadonlyArray<UnsequencedEvent>) =>
+      Effect.forEach(events, (event) => encode(operation, codecs.event, event))
+    const sequenced = (events: ReadonlyArray<UnsequencedEvent>, seqs: ReadonlyArray<number>) =>
+      events.map((event, i): AuditEvent => ({ seq: seqs[i]!, ...event }))
 
-  const sequence = (event: UnsequencedEvent): AuditEvent => {
-    const sequenced: AuditEvent = { seq: log.length + 1, ...event }
-    log.push(sequenced)
-    return sequenced
-  }
-  const committed = <A>(f: () => A): Effect.Effect<A> =>
-    Effect.sync(() => {
-      const result = f()
+    // --- hints -----------------------------------------------------------------------------------
+
+    // Highest sequence number hinted so far, from this process's commits or the driver's signal.
+    let known = yield* driver.lastSeq
+    // Each subscriber holds at most one outstanding hint: while one is unread, commits add nothing,
+    // so a burst of commits costs the reader one wake-up, not one per commit.
+    const subscribers = new Set<Queue.Queue<number>>()
+    const offer = (seq: number) => {
       for (const queue of subscribers) {
         // size is negative while the reader waits in `take`
-        if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(log.length)
+        if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(seq)
       }
-      return result
-    })
-
-  const transition = (
-    requestId: RequestId,
-    event: UnsequencedEvent,
-    next: (request: ApprovalRequest) => ApprovalRequest,
-    refuse: (request: ApprovalRequest) => ResolveResult | undefined = () => undefined
-  ): Effect.Effect<ResolveResult> =>
-    Effect.suspend(() => {
-      const request = requests.get(requestId)
-      if (request === undefined) return Effect.succeed<ResolveResult>({ _tag: "NotFound" })
-      if (request.status !== "pending") return Effect.succeed<ResolveResult>({ _tag: "NotPending", request })
-      const refused = refuse(request)
-      if (refused !== undefined) return Effect.succeed(refused)
-      return committed((): ResolveResult => {
-        const updated = next(request)
-        requests.set(requestId, updated)
-        return { _tag: "Resolved", request: updated, event: sequence(event) }
+    }
+    /** After a commit: the last seq it wrote, if any. */
+    const hint = (seqs: ReadonlyArray<number> | undefined) =>
+      Effect.sync(() => {
+        const seq = seqs?.[seqs.length - 1]
+        if (seq === undefined || seq <= known) return
+        known = seq
+        offer(seq)
       })
+    // Another process may have committed: readers read the log after what they have seen.
+    const watcher = yield* RcRef.make({
+      acquire: driver.changes.pipe(Stream.runForEach(() => Effect.sync(() => offer(known))), Effect.forkScoped)
     })
 
-  const store: Service = {
-    append: (events) => committed(() => events.map(sequence)),
-    createRequest: (request, event, shadow) =>
-      Effect.suspend((): Effect.Effect<CreateResult> => {
-        const call = request.toolCall
-        const key = callKey(call.sessionKey, call.id)
-        const existing = byCall.get(key)
-        if (existing !== undefined) return Effect.succeed({ _tag: "Existing", request: requests.get(existing)! })
-        const decided = decisions.get(key)
-        if (decided !== undefined) return Effect.succeed({ _tag: "Decided", decision: decided })
-        for (const approval of approvals.values()) {
-          if (covers(approval, call, request.createdAt)) return Effect.succeed({ _tag: "Covered", grant: approval })
+    // --- transitions -----------------------------------------------------------------------------
+
+    /**
+     * A transition of a pending request: claimed under `claim`, rewritten by `next`, committed
+     * with `event` (and the session approval `grant` makes); or why it was refused.
+     */
+    const transition = (
+      operation: string,
+      requestId: RequestId,
+      claim: Claim,
+      refusal: "Overdue" | "NotDue" | "NotPending",
+      event: UnsequencedEvent,
+      next: (request: ApprovalRequest) => ApprovalRequest,
+      grant?: NewSessionApproval
+    ): Effect.Effect<ResolveResult, PersistenceError> =>
+      Effect.gen(function*() {
+        const encoded = yield* encode(operation, codecs.event, event)
+        const result = yield* driver.claimRequest(operation, requestId, claim, [encoded], (before, seqs) =>
+          Either.flatMap(codecs.request.decode(before), (request) =>
+            Either.flatMap(codecs.request.encode(next(request)), (rewritten) =>
+              grant === undefined
+                ? Either.right({ request: rewritten })
+                : Either.map(codecs.approval.encode({ ...grant, seq: seqs[0]! }), (approval) => ({
+                  request: rewritten,
+                  grant: approval
+                })))))
+        if (result._tag === "Claimed") {
+          yield* hint(result.seqs)
+          return {
+            _tag: "Resolved",
+            request: yield* decode(operation, codecs.request)(result.request),
+            event: { seq: result.seqs[0]!, ...event }
+          } as const
         }
-        return committed((): CreateResult => {
-          requests.set(request.requestId, request)
-          byCall.set(key, request.requestId)
-          const requested = sequence(event)
-          return shadow === undefined
-            ? { _tag: "Created", request, event: requested }
-            : {
-              _tag: "Created",
-              request,
-              event: requested,
-              shadow: sequence({ ...shadow, requestId: request.requestId })
+        if (Option.isNone(result.current)) {
+          return { _tag: "NotFound" } as const
+        }
+        const current = yield* decode(operation, codecs.request)(result.current.value)
+        return current.status === "pending" && refusal !== "NotPending"
+          ? { _tag: refusal, request: current }
+          : { _tag: "NotPending", request: current }
+      })
+
+    const store: Service = {
+      append: (events) =>
+        events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
+          const seqs = yield* driver.append(yield* encodeEvents("append", events))
+          yield* hint(seqs)
+          return sequenced(events, seqs)
+        }),
+
+      createRequest: (request, event, shadow) =>
+        Effect.gen(function*() {
+          const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
+          const call = request.toolCall
+          const result = yield* driver.insertRequest(
+            yield* encode("createRequest", codecs.request, request),
+            yield* encodeEvents("createRequest", events),
+            // the driver judged activity on the store's clock; `covers` judges scope and arguments
+            (active) => {
+              for (let i = 0; i < active.length; i++) {
+                const grant = codecs.approval.decode(active[i])
+                if (Either.isLeft(grant)) return Either.left(grant.left)
+                if (covers(grant.right, call, Number.NEGATIVE_INFINITY)) return Either.right(i)
+              }
+              return Either.right(-1)
             }
-        })
-      }),
-    resolve: (requestId, resolution, event, grant) =>
-      transition(
-        requestId,
-        event,
-        (request) => {
-          if (grant !== undefined) approvals.set(grant.id, { ...grant, seq: log.length + 1 })
-          return { ...request, status: resolution.status, resolution }
-        },
-        (request) => deadlineRefusal(request, resolution.status, resolution.resolvedAt)
-      ),
-    extend: (requestId, expiresAt, event) =>
-      transition(
-        requestId,
-        event,
-        (request) => {
-          const { warnedAt: _, ...rest } = request
-          return { ...rest, expiresAt }
-        },
-        (request) => deadlineRefusal(request, "approved", event.at)
-      ),
-    markWarned: (requestId, event) =>
-      Effect.suspend(() =>
-        requests.get(requestId)?.warnedAt !== undefined
-          ? Effect.succeed(false)
-          : transition(requestId, event, (request) => ({ ...request, warnedAt: event.at })).pipe(
-            Effect.map((result) => result._tag === "Resolved")
           )
-      ),
-    consume: (requestId, at, event) =>
-      Effect.suspend(() => {
-        const request = requests.get(requestId)
-        if (request === undefined || request.status !== "approved" || request.consumedAt !== undefined) {
-          return Effect.succeed(false)
-        }
-        return committed(() => {
-          requests.set(requestId, { ...request, consumedAt: at })
-          if (event !== undefined) sequence(event)
-          return true
-        })
-      }),
-    getRequest: (requestId) => Effect.sync(() => Option.fromNullable(requests.get(requestId))),
-    findByToolCall: (sessionKey, toolCallId) =>
-      Effect.sync(() => {
-        const id = byCall.get(callKey(sessionKey, toolCallId))
-        return Option.fromNullable(id === undefined ? undefined : requests.get(id))
-      }),
-    findRecorded: (sessionKey, toolCallId) =>
-      Effect.sync((): Option.Option<Recorded> => {
-        const key = callKey(sessionKey, toolCallId)
-        const id = byCall.get(key)
-        if (id !== undefined) return Option.some({ _tag: "Request", request: requests.get(id)! })
-        const decision = decisions.get(key)
-        return decision === undefined ? Option.none() : Option.some({ _tag: "Decision", decision })
-      }),
-    recordDecision: (decision, events) =>
-      Effect.suspend((): Effect.Effect<RecordResult> => {
-        const key = callKey(decision.sessionKey, decision.toolCallId)
-        const existing = decisions.get(key)
-        if (existing !== undefined) return Effect.succeed({ _tag: "Existing", decision: existing })
-        const requested = byCall.get(key)
-        if (requested !== undefined) return Effect.succeed({ _tag: "Requested", request: requests.get(requested)! })
-        const grantId = reliedOn(decision)
-        if (grantId !== undefined) {
-          const grant = approvals.get(grantId)
-          if (grant === undefined || !isActive(grant, decision.at)) {
-            return Effect.succeed({ _tag: "GrantInactive", sessionApprovalId: grantId })
+          switch (result._tag) {
+            case "Inserted": {
+              yield* hint(result.seqs)
+              const [requested, shadowed] = sequenced(events, result.seqs)
+              return shadowed === undefined
+                ? { _tag: "Created", request, event: requested! }
+                : { _tag: "Created", request, event: requested!, shadow: shadowed }
+            }
+            case "Existing":
+              return { _tag: "Existing", request: yield* decode("createRequest", codecs.request)(result.request) }
+            case "Decided":
+              return { _tag: "Decided", decision: yield* decode("createRequest", codecs.decision)(result.decision) }
+            case "Covered":
+              return { _tag: "Covered", grant: yield* decode("createRequest", codecs.approval)(result.grant) }
           }
-        }
-        return committed((): RecordResult => {
-          decisions.set(key, decision)
-          events.forEach(sequence)
-          return { _tag: "Created", decision }
-        })
-      }),
-    listPending: (options) =>
-      Effect.sync(() => {
-        const out: Array<ApprovalRequest> = []
-        const limit = options?.limit ?? Number.POSITIVE_INFINITY
-        for (const request of requests.values()) {
-          if (out.length >= limit) break
-          if (request.status !== "pending") continue
-          if (options?.sessionKey !== undefined && request.toolCall.sessionKey !== options.sessionKey) continue
-          out.push(request)
-        }
-        return out.sort((a, b) => a.createdAt - b.createdAt)
-      }),
-    listDue: (at) =>
-      Effect.sync(() =>
-        [...requests.values()]
-          .filter((r) => r.status === "pending" && r.expiresAt <= at)
-          .sort((a, b) => a.expiresAt - b.expiresAt)
-      ),
-    listToWarn: (at, warnBeforeMs) =>
-      Effect.sync(() =>
-        [...requests.values()].filter((r) =>
-          r.status === "pending" && r.warnedAt === undefined &&
-          r.expiresAt - Math.min(warnBeforeMs, (r.expiresAt - r.createdAt) / 2) <= at
-        )
-      ),
-    grant: (approval, event) =>
-      committed(() => {
-        const seq = sequence(event).seq
-        const granted: SessionApproval = { ...approval, seq }
-        approvals.set(granted.id, granted)
-        return granted
-      }),
-    revoke: (id, at, event) =>
-      Effect.suspend(() => {
-        const current = approvals.get(id)
-        if (current === undefined || !isActive(current, at)) return Effect.succeed(Option.none())
-        return committed(() => {
-          const revoked: SessionApproval = { ...current, revokedAt: at, seq: sequence(event).seq }
-          approvals.set(id, revoked)
-          return Option.some(revoked)
-        })
-      }),
-    revokeWhere: (query, at, event) =>
-      committed(() => {
-        const seq = sequence(event).seq
-        const revoked: Array<SessionApproval> = []
-        for (const approval of approvals.values()) {
-          if (!revokeMatches(query)(approval)) continue
-          const next: SessionApproval = { ...approval, revokedAt: at, seq }
-          approvals.set(approval.id, next)
-          revoked.push(next)
-        }
-        return revoked
-      }),
-    sessionApprovals: (query) =>
-      Effect.sync(() =>
-        [...approvals.values()]
-          .filter((a) =>
-            (query?.id === undefined || a.id === query.id) &&
-            (query?.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
-            (query?.afterSeq === undefined || a.seq > query.afterSeq) &&
-            (query?.activeAt === undefined || isActive(a, query.activeAt))
+        }),
+
+      resolve: (requestId, resolution, event, grant) =>
+        resolution.status === "expired"
+          ? transition(
+            "resolve",
+            requestId,
+            { _tag: "PastDeadline", at: resolution.resolvedAt },
+            "NotDue",
+            event,
+            (request) => ({ ...request, status: resolution.status, resolution }),
+            grant
           )
-          .sort((a, b) => a.seq - b.seq)
-      ),
-    events: (query = {}) =>
-      Effect.sync(() => {
-        const start = Math.max(0, query.afterSeq ?? 0)
-        const limit = query.limit ?? Number.POSITIVE_INFINITY
-        const keep = matches(query)
-        const out: Array<AuditEvent> = []
-        for (let i = start; i < log.length && out.length < limit; i++) {
-          if (keep(log[i]!)) out.push(log[i]!)
-        }
-        return out
-      }),
-    lastSeq: Effect.sync(() => log.length),
-    subscribe: Effect.acquireRelease(
-      Effect.tap(Queue.sliding<number>(1), (queue) => Effect.sync(() => subscribers.add(queue))),
-      (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
-    )
-  }
-  return store
-})
+          : transition(
+            "resolve",
+            requestId,
+            { _tag: "BeforeDeadline", at: resolution.resolvedAt },
+            "Overdue",
+            event,
+            (request) => ({ ...request, status: resolution.status, resolution }),
+            grant
+          ),
+
+      extend: (requestId, expiresAt, event) =>
+        transition(
+          "extend",
+          requestId,
+          { _tag: "BeforeDeadline", at: event.at },
+          "Overdue",
+          event,
+          ({ warnedAt: _, ...request }) => ({
+            ...request,
+            expiresAt
+          })
+        ),
+
+      markWarned: (requestId, event) =>
+        Effect.map(
+          transition(
+            "markWarned",
+            requestId,
+            { _tag: "Unwarned" },
+            "NotPending",
+            event,
+            (request) => ({ ...request, warnedAt: event.at })
+          ),
+          (result) => result._tag === "Resolved"
+        ),
+
+      consume: (requestId, at, event) =>
+        Effect.gen(function*() {
+          const seqs = yield* driver.consume(
+            requestId,
+            at,
+            event === undefined ? [] : [yield* encode("consume", codecs.event, event)]
+          )
+          yield* hint(seqs)
+          return seqs !== undefined
+        }),
+
+      getRequest: (requestId) =>
+        Effect.flatMap(driver.getRequest(requestId), Effect.transposeMapOption(decode("getRequest", codecs.request))),
+
+      findByToolCall: (sessionKey, toolCallId) =>
+        Effect.flatMap(
+          driver.findByToolCall(sessionKey, toolCallId),
+          Effect.transposeMapOption(decode("findByToolCall", codecs.request))
+        ),
+
+      findRecorded: (sessionKey, toolCallId) =>
+        Effect.flatMap(
+          driver.findRecorded(sessionKey, toolCallId),
+          Effect.transposeMapOption((found) =>
+            found._tag === "Request"
+              ? Effect.map(
+                decode("findRecorded", codecs.request)(found.request),
+                (request): Recorded => ({ _tag: "Request", request })
+              )
+              : Effect.map(
+                decode("findRecorded", codecs.decision)(found.decision),
+                (decision): Recorded => ({ _tag: "Decision", decision })
+              )
+          )
+        ),
+
+      recordDecision: (decision, events) =>
+        Effect.gen(function*() {
+          const result = yield* driver.insertDecision(
+            yield* encode("recordDecision", codecs.decision, decision),
+            yield* encodeEvents("recordDecision", events),
+            reliedOn(decision)
+          )
+          switch (result._tag) {
+            case "Inserted":
+              yield* hint(result.seqs)
+              return { _tag: "Created", decision }
+            case "Existing":
+              return { _tag: "Existing", decision: yield* decode("recordDecision", codecs.decision)(result.decision) }
+            case "Requested":
+              return { _tag: "Requested", request: yield* decode("recordDecision", codecs.request)(result.request) }
+            case "GrantInactive":
+              return { _tag: "GrantInactive", sessionApprovalId: reliedOn(decision)! }
+          }
+        }),
+
+      listPending: (options) => Effect.flatMap(driver.listPending(options), decodeAll("listPending", codecs.request)),
+      listDue: (at) => Effect.flatMap(driver.listDue(at), decodeAll("listDue", codecs.request)),
+      listToWarn: (at, warnBeforeMs) =>
+        Effect.flatMap(driver.listToWarn(at, warnBeforeMs), decodeAll("listToWarn", codecs.request)),
+
+      grant: (approval, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.insertApproval(
+            [yield* encode("grant", codecs.event, event)],
+            (seqs) => codecs.approval.encode({ ...approval, seq: seqs[0]! })
+          )
+          yield* hint(result.seqs)
+          return yield* decode("grant", codecs.approval)(result.approval)
+        }),
+
+      revoke: (id, at, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.revoke({ id }, at, [yield* encode("revoke", codecs.event, event)], revokeAll(at))
+          yield* hint(result.seqs)
+          const [revoked] = yield* decodeAll("revoke", codecs.approval)(result.revoked)
+          return Option.fromNullable(revoked)
+        }),
+
+      revokeWhere: (query, at, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.revoke(
+            { sessionKey: query.sessionKey, toolName: query.toolName?.toLowerCase() },
+            at,
+            [yield* encode("revokeWhere", codecs.event, event)],
+            revokeAll(at)
+          )
+          yield* hint(result.seqs)
+          return yield* decodeAll("revokeWhere", codecs.approval)(result.revoked)
+        }),
+
+      sessionApprovals: (query) =>
+        Effect.flatMap(driver.sessionApprovals(query), decodeAll("sessionApprovals", codecs.approval)),
+
+      events: (query = {}) =>
+        Effect.flatMap(
+          driver.events(query.toolName === undefined ? query : { ...query, toolName: query.toolName.toLowerCase() }),
+          (rows) =>
+            Effect.forEach(rows, (row) =>
+              Effect.map(
+                decode("events", codecs.event)(row.event),
+                (event): AuditEvent => ({ seq: row.seq, ...event })
+              ))
+        ),
+
+      lastSeq: driver.lastSeq,
+
+      subscribe: Effect.gen(function*() {
+        const queue = yield* Effect.acquireRelease(
+          Effect.tap(Queue.sliding<number>(1), (queue) => Effect.sync(() => subscribers.add(queue))),
+          (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
+        )
+        yield* RcRef.get(watcher)
+        return queue
+      })
+    }
+
+    /** Revoked at `at` with the event's number, in grant order. */
+    const revokeAll =
+      (at: number): Continue<ReadonlyArray<ApprovalEncoded>, ReadonlyArray<ApprovalEncoded>> => (before, seqs) =>
+        Either.all(
+          Array.from(before)
+            .sort((a, b) => a.seq - b.seq)
+            .map((row) =>
+              Either.flatMap(
+                codecs.approval.decode(row),
+                (approval) => codecs.approval.encode({ ...approval, revokedAt: at, seq: seqs[0]! })
+              )
+            )
+        )
+
+    return store
+  })
+
+/**
+ * An in-process store: the typed logic over a driver that keeps encoded rows in memory.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: Effect.Effect<Service, never, Scope.Scope> = Effect.flatMap(
+  Effect.sync(makeMemoryDriver),
+  (driver) => Effect.orDie(makeEncoded(driver))
+)
 
 /**
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<ApprovalStore> = Layer.effect(ApprovalStore, makeMemory)
+export const layerMemory: Layer.Layer<ApprovalStore> = Layer.scoped(ApprovalStore, makeMemory)
