@@ -813,6 +813,8 @@ export const toolGateSuite = <E>(
           const template = yield* store.getRequest(asPause(yield* gate.authorize(call("c1", "bash"))).requestId).pipe(
             Effect.map((found) => found.pipe(Option.getOrThrow))
           )
+          // every store keeps encoded rows and decodes them with the same codecs: what it returns is frozen
+          expect(Object.isFrozen(template) && Object.isFrozen(template.toolCall.args)).toBe(true)
           const asked: ApprovalRequest.ApprovalRequest = {
             ...template,
             requestId: ApprovalRequest.RequestId.make("shadowed-request"),
