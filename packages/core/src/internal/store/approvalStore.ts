@@ -51,10 +51,37 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         ? Effect.succeed(encoded.right)
         : Effect.fail(new PersistenceError({ operation, cause: encoded.left }))
     }
-    const encodeEvents = (operation: string, events: ReadonlyArray<UnsequencedEvent>) =>
-      Effect.forEach(events, (event) => encode(operation, codecs.event, event))
-    const sequenced = (events: ReadonlyArray<UnsequencedEvent>, seqs: ReadonlyArray<number>) =>
-      events.map((event, i): AuditEvent => ({ seq: seqs[i]!, ...event }))
+    // Events are encoded and decoded on every decision, so in plain loops, not `Effect.forEach`.
+    const encodeEvents = (
+      operation: string,
+      events: ReadonlyArray<UnsequencedEvent>
+    ): Effect.Effect<Array<Codecs.EventEncoded>, PersistenceError> => {
+      const out: Array<Codecs.EventEncoded> = new Array(events.length)
+      for (let i = 0; i < events.length; i++) {
+        const encoded = codecs.event.encode(events[i]!)
+        if (Either.isLeft(encoded)) return Effect.fail(new PersistenceError({ operation, cause: encoded.left }))
+        out[i] = encoded.right
+      }
+      return Effect.succeed(out)
+    }
+    // The audit events of the latest writes and reads, by seq, so that reading back what was just
+    // written (the log tailer does, after every commit) builds and checks nothing: the drivers hand
+    // back the very encoded values they were given. A ring, not a weak map: a weak map holding
+    // every event of a long log costs the garbage collector more than it saves.
+    const recent: Array<{ readonly encoded: Codecs.EventEncoded; readonly event: AuditEvent } | undefined> = new Array(
+      1024
+    )
+    const auditEvent = (seq: number, encoded: Codecs.EventEncoded, event: UnsequencedEvent): AuditEvent => {
+      const sequenced: AuditEvent = Object.freeze({ seq, ...event })
+      recent[seq & 1023] = { encoded, event: sequenced }
+      return sequenced
+    }
+    /** The written events, numbered. */
+    const sequenced = (
+      events: ReadonlyArray<UnsequencedEvent>,
+      encoded: ReadonlyArray<Codecs.EventEncoded>,
+      seqs: ReadonlyArray<number> | undefined
+    ): Array<AuditEvent> => seqs === undefined ? [] : events.map((event, i) => auditEvent(seqs[i]!, encoded[i]!, event))
 
     // --- hints -----------------------------------------------------------------------------------
 
@@ -70,13 +97,13 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       }
     }
     /** After a commit: the last seq it wrote, if any. */
-    const hint = (seqs: ReadonlyArray<number> | undefined) =>
-      Effect.sync(() => {
-        const seq = seqs?.[seqs.length - 1]
-        if (seq === undefined || seq <= known) return
-        known = seq
-        offer(seq)
-      })
+    const notify = (seqs: ReadonlyArray<number> | undefined) => {
+      const seq = seqs?.[seqs.length - 1]
+      if (seq === undefined || seq <= known) return
+      known = seq
+      offer(seq)
+    }
+    const hint = (seqs: ReadonlyArray<number> | undefined) => Effect.sync(() => notify(seqs))
     // Another process may have committed: readers read the log after what they have seen.
     const watcher = yield* RcRef.make({
       acquire: driver.changes.pipe(Stream.runForEach(() => Effect.sync(() => offer(known))), Effect.forkScoped)
@@ -113,7 +140,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           return {
             _tag: "Resolved",
             request: yield* decode(operation, codecs.request)(result.request),
-            event: { seq: result.seqs[0]!, ...event }
+            event: auditEvent(result.seqs[0]!, encoded, event)
           } as const
         }
         if (Option.isNone(result.current)) {
@@ -127,19 +154,23 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
 
     const store: Service = {
       append: (events) =>
-        events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
-          const seqs = yield* driver.append(yield* encodeEvents("append", events))
-          yield* hint(seqs)
-          return sequenced(events, seqs)
-        }),
+        events.length === 0 ? Effect.succeed([]) : Effect.flatMap(
+          encodeEvents("append", events),
+          (encoded) =>
+            Effect.map(driver.append(encoded), (seqs) => {
+              notify(seqs)
+              return sequenced(events, encoded, seqs)
+            })
+        ),
 
       createRequest: (request, event, shadow) =>
         Effect.gen(function*() {
           const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
           const call = request.toolCall
+          const encoded = yield* encodeEvents("createRequest", events)
           const result = yield* driver.insertRequest(
             yield* encode("createRequest", codecs.request, request),
-            yield* encodeEvents("createRequest", events),
+            encoded,
             // the driver judged activity on the store's clock; `covers` judges scope and arguments
             (active) => {
               for (let i = 0; i < active.length; i++) {
@@ -153,7 +184,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           switch (result._tag) {
             case "Inserted": {
               yield* hint(result.seqs)
-              const [requested, shadowed] = sequenced(events, result.seqs)
+              const [requested, shadowed] = sequenced(events, encoded, result.seqs)
               return shadowed === undefined
                 ? { _tag: "Created", request, event: requested! }
                 : { _tag: "Created", request, event: requested!, shadow: shadowed }
@@ -311,12 +342,23 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       events: (query = {}) =>
         Effect.flatMap(
           driver.events(query.toolName === undefined ? query : { ...query, toolName: query.toolName.toLowerCase() }),
-          (rows) =>
-            Effect.forEach(rows, (row) =>
-              Effect.map(
-                decode("events", codecs.event)(row.event),
-                (event): AuditEvent => ({ seq: row.seq, ...event })
-              ))
+          (rows) => {
+            const out: Array<AuditEvent> = new Array(rows.length)
+            for (let i = 0; i < rows.length; i++) {
+              const { event: encoded, seq } = rows[i]!
+              const known = recent[seq & 1023]
+              if (known !== undefined && known.encoded === encoded && known.event.seq === seq) {
+                out[i] = known.event
+                continue
+              }
+              const event = codecs.event.decode(encoded)
+              if (Either.isLeft(event)) {
+                return Effect.fail(new PersistenceError({ operation: "events", cause: event.left }))
+              }
+              out[i] = auditEvent(seq, encoded, event.right)
+            }
+            return Effect.succeed(out)
+          }
         ),
 
       lastSeq: driver.lastSeq,

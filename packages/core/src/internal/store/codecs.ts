@@ -261,13 +261,20 @@ export interface Codec<A, I> {
 const makeCodec = <A, I>(
   schema: Schema.Schema<A, I>,
   pick: Pick | undefined,
-  check: ((u: unknown) => boolean) | undefined
+  check: ((u: unknown) => boolean) | undefined,
+  /**
+   * `flat` (every field a primitive): frozen without recursion, and checked on every decode
+   * instead of remembered (a weak set holding every event of a long log costs the garbage
+   * collector more than the check costs)
+   */
+  flat = false
 ): Codec<A, I> => {
   const decode = Schema.decodeUnknownEither(schema)
   const encode = Schema.encodeEither(schema)
   // values known to decode to themselves (frozen, so they stay so)
   const vouched = new WeakSet<object>()
   const vouch = <V>(value: V): V => {
+    if (flat) return Object.freeze(value)
     deepFreeze(value)
     if (typeof value === "object" && value !== null) vouched.add(value)
     return value
@@ -278,8 +285,10 @@ const makeCodec = <A, I>(
       return picked === undefined ? encode(value) : Either.right(vouch(picked as I))
     },
     decode: (encoded) => {
-      if (typeof encoded === "object" && encoded !== null && vouched.has(encoded)) return Either.right(encoded as A)
-      if (check?.(encoded)) return Either.right(vouch(encoded as A))
+      if (!flat && typeof encoded === "object" && encoded !== null && vouched.has(encoded)) {
+        return Either.right(encoded as A)
+      }
+      if (check?.(encoded)) return Either.right(flat ? encoded as A : vouch(encoded as A))
       return Either.map(decode(encoded), vouch)
     }
   }
@@ -300,8 +309,8 @@ const pickApproval = picker(SessionApproval.fields)
  */
 export const makeCodecs = () => ({
   request: makeCodec(ApprovalRequest, pickRequest, isRequest),
-  event: makeCodec(UnsequencedEvent, pickEvent, isEvent),
-  approval: makeCodec(SessionApproval, pickApproval, isApproval),
+  event: makeCodec(UnsequencedEvent, pickEvent, isEvent, true),
+  approval: makeCodec(SessionApproval, pickApproval, isApproval, true),
   // read only when a call id is asked for again: the Schema both ways
   decision: makeCodec(Recorded, undefined, undefined)
 })
