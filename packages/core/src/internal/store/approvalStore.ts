@@ -52,28 +52,30 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         : Effect.fail(new PersistenceError({ operation, cause: encoded.left }))
     }
     // Events are encoded and decoded on every decision, so in plain loops, not `Effect.forEach`.
-    const encodeEvents = (
+    const encodeEventsSync = (
       operation: string,
       events: ReadonlyArray<UnsequencedEvent>
-    ): Effect.Effect<Array<Codecs.EventEncoded>, PersistenceError> => {
+    ): Either.Either<Array<Codecs.EventEncoded>, PersistenceError> => {
       const out: Array<Codecs.EventEncoded> = new Array(events.length)
       for (let i = 0; i < events.length; i++) {
         const encoded = codecs.event.encode(events[i]!)
-        if (Either.isLeft(encoded)) return Effect.fail(new PersistenceError({ operation, cause: encoded.left }))
+        if (Either.isLeft(encoded)) return Either.left(new PersistenceError({ operation, cause: encoded.left }))
         out[i] = encoded.right
       }
-      return Effect.succeed(out)
+      return Either.right(out)
     }
+    const encodeEvents = (operation: string, events: ReadonlyArray<UnsequencedEvent>) =>
+      Effect.suspend(() => encodeEventsSync(operation, events))
     // The audit events of the latest writes and reads, by seq, so that reading back what was just
     // written (the log tailer does, after every commit) builds and checks nothing: the drivers hand
     // back the very encoded values they were given. A ring, not a weak map: a weak map holding
     // every event of a long log costs the garbage collector more than it saves.
-    const recent: Array<{ readonly encoded: Codecs.EventEncoded; readonly event: AuditEvent } | undefined> = new Array(
-      1024
-    )
+    const recentEncoded: Array<Codecs.EventEncoded | undefined> = new Array(1024)
+    const recentEvents: Array<AuditEvent | undefined> = new Array(1024)
     const auditEvent = (seq: number, encoded: Codecs.EventEncoded, event: UnsequencedEvent): AuditEvent => {
       const sequenced: AuditEvent = Object.freeze({ seq, ...event })
-      recent[seq & 1023] = { encoded, event: sequenced }
+      recentEncoded[seq & 1023] = encoded
+      recentEvents[seq & 1023] = sequenced
       return sequenced
     }
     /** The written events, numbered. */
@@ -154,14 +156,14 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
 
     const store: Service = {
       append: (events) =>
-        events.length === 0 ? Effect.succeed([]) : Effect.flatMap(
-          encodeEvents("append", events),
-          (encoded) =>
-            Effect.map(driver.append(encoded), (seqs) => {
-              notify(seqs)
-              return sequenced(events, encoded, seqs)
-            })
-        ),
+        events.length === 0 ? Effect.succeed([]) : Effect.suspend(() => {
+          const encoded = encodeEventsSync("append", events)
+          if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
+          return Effect.map(driver.append(encoded.right), (seqs) => {
+            notify(seqs)
+            return sequenced(events, encoded.right, seqs)
+          })
+        }),
 
       createRequest: (request, event, shadow) =>
         Effect.gen(function*() {
@@ -346,9 +348,9 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
             const out: Array<AuditEvent> = new Array(rows.length)
             for (let i = 0; i < rows.length; i++) {
               const { event: encoded, seq } = rows[i]!
-              const known = recent[seq & 1023]
-              if (known !== undefined && known.encoded === encoded && known.event.seq === seq) {
-                out[i] = known.event
+              const known = recentEvents[seq & 1023]
+              if (known !== undefined && known.seq === seq && recentEncoded[seq & 1023] === encoded) {
+                out[i] = known
                 continue
               }
               const event = codecs.event.decode(encoded)

@@ -52,10 +52,14 @@ export const makeMemoryDriver = (): Encoded => {
   const approvals = new Map<string, ApprovalEncoded>()
 
   /** The numbers `events` will get. */
-  const nextSeqs = (events: ReadonlyArray<EventEncoded>) => events.map((_, i) => log.length + 1 + i)
+  const nextSeqs = (events: ReadonlyArray<EventEncoded>) => {
+    const seqs: Array<number> = new Array(events.length)
+    for (let i = 0; i < events.length; i++) seqs[i] = log.length + 1 + i
+    return seqs
+  }
   const append = (events: ReadonlyArray<EventEncoded>) => {
     const seqs = nextSeqs(events)
-    events.forEach((event, i) => log.push({ seq: seqs[i]!, event }))
+    for (let i = 0; i < events.length; i++) log.push({ seq: seqs[i]!, event: events[i]! })
     return seqs
   }
   const requestOf = (sessionKey: string, toolCallId: string) => {
