@@ -3,10 +3,9 @@
  * PostgreSQL). Each test builds a fresh store and gate on the TestClock, so TTLs are driven by
  * `TestClock.adjust`, never by sleeping.
  */
-import type { ApprovalRequest } from "@tool-gate/core"
-import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Chunk, type Duration, Effect, Either, Fiber, Layer, type Scope, Stream, TestClock } from "effect"
+import { Chunk, type Duration, Effect, Either, Fiber, Layer, Option, type Scope, Stream, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
 
 export const policy = Policy.unsafeMake({
@@ -805,6 +804,37 @@ export const toolGateSuite = <E>(
           const before = yield* store.lastSeq
           yield* plain.evaluate(call("c6", "ls"))
           expect((yield* store.events({ afterSeq: before })).map((e) => e.type)).toEqual(["decision"])
+        }))
+
+      test("the store commits a request's policy.shadow event with the request, under its id, and only with it", () =>
+        Effect.gen(function*() {
+          const gate = yield* ToolGate.ToolGate
+          const store = yield* ApprovalStore.ApprovalStore
+          const template = yield* store.getRequest(asPause(yield* gate.authorize(call("c1", "bash"))).requestId).pipe(
+            Effect.map((found) => found.pipe(Option.getOrThrow))
+          )
+          // every store keeps encoded rows and decodes them with the same codecs: what it returns is frozen
+          expect(Object.isFrozen(template) && Object.isFrozen(template.toolCall.args)).toBe(true)
+          const asked: ApprovalRequest.ApprovalRequest = {
+            ...template,
+            requestId: ApprovalRequest.RequestId.make("shadowed-request"),
+            toolCall: { ...template.toolCall, id: ToolCall.ToolCallId.make("c2") }
+          }
+          const requested = { at: asked.createdAt, type: "approval.requested", outcome: "pending" } as const
+          const shadow = { at: asked.createdAt, type: "policy.shadow", outcome: "allow", toolCallId: "c2" } as const
+          const from = yield* store.lastSeq
+          const created = yield* store.createRequest(asked, requested, shadow)
+          if (created._tag !== "Created") throw new Error(`expected Created, got ${created._tag}`)
+          expect(created.shadow).toEqual({ ...shadow, requestId: asked.requestId, seq: created.event.seq + 1 })
+          const events = yield* store.events({ afterSeq: from })
+          expect(events.map((e) => [e.seq, e.type, e.requestId])).toEqual([
+            [from + 1, "approval.requested", undefined],
+            [from + 2, "policy.shadow", asked.requestId]
+          ])
+          // asked again: the request exists, so neither event is written again
+          const again = yield* store.createRequest(asked, requested, shadow)
+          expect(again._tag).toBe("Existing")
+          expect(yield* store.lastSeq).toBe(from + 2)
         }))
     })
   })

@@ -4,8 +4,10 @@
  * projection change and the audit event describing it commit together, and "only if still
  * pending" is decided by the store, so answers are exactly-once across processes.
  *
- * `layerMemory` keeps everything in this process (tests, quick starts); `SqlApprovalStore`
- * implements the same interface on `@effect/sql`.
+ * The typed logic is written once, in `makeEncoded`, over a driver (`Encoded`) that keeps rows
+ * as the SQL stores keep them: encoded entities, written by conditional claim-and-rewrite,
+ * insert-or-return-existing and appends, each one atomic step. `layerMemory` runs it over an
+ * in-process driver (tests, quick starts); `SqlApprovalStore` over the `@effect/sql` driver.
  *
  * @example
  * import { ApprovalStore, ToolGate, Policy } from "@tool-gate/core"
@@ -15,14 +17,15 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option, Queue } from "effect"
+import { Context, Effect, type Either, Layer, type Option, type ParseResult, type Queue, type Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
 import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
-import { matches } from "./AuditEvent.js"
 import type { Recorded as RecordedDecision } from "./Decision.js"
+import * as internal from "./internal/store/approvalStore.js"
+import type * as Codecs from "./internal/store/codecs.js"
+import { makeMemoryDriver } from "./internal/store/memoryDriver.js"
 import type { SessionApproval, SessionApprovalId } from "./SessionApproval.js"
-import { covers, isActive } from "./SessionApproval.js"
 import type { PersistenceError } from "./ToolGateError.js"
 
 /**
@@ -50,7 +53,13 @@ export type ResolveResult =
  * @category models
  */
 export type CreateResult =
-  | { readonly _tag: "Created"; readonly request: ApprovalRequest; readonly event: AuditEvent }
+  | {
+    readonly _tag: "Created"
+    readonly request: ApprovalRequest
+    readonly event: AuditEvent
+    /** the `policy.shadow` event committed with the request, when one was given */
+    readonly shadow?: AuditEvent | undefined
+  }
   | { readonly _tag: "Existing"; readonly request: ApprovalRequest }
   | { readonly _tag: "Decided"; readonly decision: RecordedDecision }
   | { readonly _tag: "Covered"; readonly grant: SessionApproval }
@@ -122,11 +131,13 @@ export interface Service {
    * Inserts the request with its `approval.requested` event, in one transaction that first finds
    * any record for the same `(sessionKey, toolCall.id)` (`Existing`, `Decided`) and any session
    * approval active at `request.createdAt` (the database's clock, for SQL stores that judge time
-   * there) that covers the call (`Covered`): then nothing is written.
+   * there) that covers the call (`Covered`): then nothing is written. `shadow` (a `policy.shadow`
+   * event) commits after `event`, with the request, and gets the request's id.
    */
   readonly createRequest: (
     request: ApprovalRequest,
-    event: UnsequencedEvent
+    event: UnsequencedEvent,
+    shadow?: UnsequencedEvent
   ) => Effect.Effect<CreateResult, PersistenceError>
   /**
    * Moves a request out of `pending`, only if it is still pending, committing the event and, for
@@ -228,272 +239,197 @@ export interface Service {
  */
 export class ApprovalStore extends Context.Tag("@tool-gate/core/ApprovalStore")<ApprovalStore, Service>() {}
 
-const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey}\u0000${toolCallId}`
-
-/**
- * Why a pending request may not take this transition at `now`: an answer (or extension) after its
- * deadline is `Overdue`, an expiry before it `NotDue`.
- *
- * @since 0.1.0
- * @category utils
- */
-export const deadlineRefusal = (
-  request: ApprovalRequest,
-  status: Resolution["status"],
-  now: number
-): ResolveResult | undefined =>
-  status === "expired"
-    ? request.expiresAt > now ? { _tag: "NotDue", request } : undefined
-    : request.expiresAt <= now
-    ? { _tag: "Overdue", request }
-    : undefined
-
 /**
  * The session approval a decision relies on (an allow through a session approval), if any.
  *
  * @since 0.1.0
  * @category utils
  */
-export const reliedOn = (decision: RecordedDecision): string | undefined =>
-  decision.decision._tag === "Allow" && decision.decision.via === "sessionApproval"
-    ? decision.decision.sessionApprovalId
-    : undefined
-
-const revokeMatches = (query: RevokeQuery) => (a: SessionApproval) =>
-  a.revokedAt === undefined &&
-  (query.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
-  (query.toolName === undefined || a.toolName === query.toolName.toLowerCase())
+export const reliedOn: (decision: RecordedDecision) => string | undefined = internal.reliedOn
 
 /**
- * An in-process store. Each method runs synchronously, so each is atomic like a transaction.
+ * Encoded forms, as drivers keep them (`Schema.encode` of each entity).
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type RequestEncoded = Codecs.RequestEncoded
+/** @since 0.1.0 @category driver */
+export type EventEncoded = Codecs.EventEncoded
+/** @since 0.1.0 @category driver */
+export type ApprovalEncoded = Codecs.ApprovalEncoded
+/** @since 0.1.0 @category driver */
+export type DecisionEncoded = Codecs.DecisionEncoded
+
+/**
+ * The condition of a request claim: `pending` and not warned yet, or `pending` and within
+ * (`Before`) or past (`Past`) its deadline at `at` on the store's clock (a SQL driver may judge
+ * it on the database's clock instead).
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type Claim =
+  | { readonly _tag: "Unwarned" }
+  | { readonly _tag: "BeforeDeadline"; readonly at: number }
+  | { readonly _tag: "PastDeadline"; readonly at: number }
+
+/**
+ * A call's encoded, pure continuation inside a driver's transaction: it decodes and encodes, and
+ * its failure rolls the step back.
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type Continue<A, B> = (a: A, seqs: ReadonlyArray<number>) => Either.Either<B, ParseResult.ParseError>
+
+/**
+ * The storage under the store: rows as the SQL stores keep them, each method one atomic step (one
+ * transaction). Writes take the events to append with them and return their sequence numbers
+ * (consecutive, ascending). Designed so that a driver answers each call in few statements: a read
+ * folded into its write (`RETURNING`), no read before an insert that the database can refuse.
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export interface Encoded {
+  readonly append: (events: ReadonlyArray<EventEncoded>) => Effect.Effect<ReadonlyArray<number>, PersistenceError>
+  /**
+   * Insert-or-return-existing: the request and its events, unless a record of its
+   * `(sessionKey, toolCall.id)` exists (`Existing`, `Decided`) or `covering` picks one of the
+   * session's approvals for the tool active at `request.createdAt` on the store's clock (`Covered`).
+   */
+  readonly insertRequest: (
+    request: RequestEncoded,
+    events: ReadonlyArray<EventEncoded>,
+    covering: (active: ReadonlyArray<ApprovalEncoded>) => Either.Either<number, ParseResult.ParseError>
+  ) => Effect.Effect<
+    | { readonly _tag: "Inserted"; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Existing"; readonly request: RequestEncoded }
+    | { readonly _tag: "Decided"; readonly decision: DecisionEncoded }
+    | { readonly _tag: "Covered"; readonly grant: ApprovalEncoded },
+    PersistenceError
+  >
+  /**
+   * Conditional claim-and-rewrite: when the request meets `claim`, appends `events`, rewrites the
+   * row with what `rewrite` makes of it (and inserts the session approval it may return);
+   * otherwise writes nothing and returns the row as it is.
+   */
+  readonly claimRequest: (
+    /** the store call, for errors */
+    operation: string,
+    requestId: string,
+    claim: Claim,
+    events: ReadonlyArray<EventEncoded>,
+    rewrite: Continue<RequestEncoded, { readonly request: RequestEncoded; readonly grant?: ApprovalEncoded }>
+  ) => Effect.Effect<
+    | { readonly _tag: "Claimed"; readonly request: RequestEncoded; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Refused"; readonly current: Option.Option<RequestEncoded> },
+    PersistenceError
+  >
+  /** Sets `consumedAt` of an approved, unspent request, with `events`; `undefined` when not spent. */
+  readonly consume: (
+    requestId: string,
+    at: number,
+    events: ReadonlyArray<EventEncoded>
+  ) => Effect.Effect<ReadonlyArray<number> | undefined, PersistenceError>
+  /**
+   * Insert-or-return-existing for a policy decision, unless a request holds its call id
+   * (`Requested`) or the session approval it relies on is not active at `at` on the store's clock.
+   */
+  readonly insertDecision: (
+    decision: DecisionEncoded,
+    events: ReadonlyArray<EventEncoded>,
+    reliedOn: string | undefined
+  ) => Effect.Effect<
+    | { readonly _tag: "Inserted"; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Existing"; readonly decision: DecisionEncoded }
+    | { readonly _tag: "Requested"; readonly request: RequestEncoded }
+    | { readonly _tag: "GrantInactive" },
+    PersistenceError
+  >
+  /** Appends `events`, then inserts the session approval `approval` makes with their numbers. */
+  readonly insertApproval: (
+    events: ReadonlyArray<EventEncoded>,
+    approval: (seqs: ReadonlyArray<number>) => Either.Either<ApprovalEncoded, ParseResult.ParseError>
+  ) => Effect.Effect<{ readonly approval: ApprovalEncoded; readonly seqs: ReadonlyArray<number> }, PersistenceError>
+  /**
+   * Revokes approvals, rewriting each with what `rewrite` makes of it (grant order): the one with
+   * `id` active at `at` (its events only when there is one), or every unrevoked one matching
+   * the session and lower-cased tool name (its events always).
+   */
+  readonly revoke: (
+    which: { readonly id: string } | {
+      readonly sessionKey?: string | undefined
+      readonly toolName?: string | undefined
+    },
+    at: number,
+    events: ReadonlyArray<EventEncoded>,
+    rewrite: Continue<ReadonlyArray<ApprovalEncoded>, ReadonlyArray<ApprovalEncoded>>
+  ) => Effect.Effect<
+    { readonly revoked: ReadonlyArray<ApprovalEncoded>; readonly seqs: ReadonlyArray<number> },
+    PersistenceError
+  >
+  readonly getRequest: (requestId: string) => Effect.Effect<Option.Option<RequestEncoded>, PersistenceError>
+  readonly findByToolCall: (
+    sessionKey: string,
+    toolCallId: string
+  ) => Effect.Effect<Option.Option<RequestEncoded>, PersistenceError>
+  /** The request (it wins) or the decision of a call id. */
+  readonly findRecorded: (
+    sessionKey: string,
+    toolCallId: string
+  ) => Effect.Effect<
+    Option.Option<
+      | { readonly _tag: "Request"; readonly request: RequestEncoded }
+      | { readonly _tag: "Decision"; readonly decision: DecisionEncoded }
+    >,
+    PersistenceError
+  >
+  readonly listPending: (
+    options?: { readonly sessionKey?: string | undefined; readonly limit?: number | undefined }
+  ) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+  readonly listDue: (at: number) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+  readonly listToWarn: (
+    at: number,
+    warnBeforeMs: number
+  ) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+  readonly sessionApprovals: (
+    query?: SessionApprovalQuery
+  ) => Effect.Effect<ReadonlyArray<ApprovalEncoded>, PersistenceError>
+  /** Events in sequence order; `query.toolName` lower-cased. */
+  readonly events: (
+    query: AuditQuery
+  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEncoded }>, PersistenceError>
+  readonly lastSeq: Effect.Effect<number, PersistenceError>
+  /** Signals that another process may have grown the log (the store then hints its readers). */
+  readonly changes: Stream.Stream<void>
+}
+
+/**
+ * The store over a driver: the request transitions, the result shaping, the codecs and the
+ * subscriber hints, once for every driver. Needs a scope for the driver's change signal, which
+ * runs only while someone is subscribed.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Service> = Effect.gen(function*() {
-  const log: Array<AuditEvent> = []
-  const requests = new Map<string, ApprovalRequest>()
-  const byCall = new Map<string, string>()
-  const decisions = new Map<string, RecordedDecision>()
-  const approvals = new Map<string, SessionApproval>()
-  // Each subscriber holds at most one outstanding hint: while one is unread, commits add nothing,
-  // so a burst of commits costs the reader one wake-up, not one per commit.
-  const subscribers = new Set<Queue.Queue<number>>()
+export const makeEncoded: (driver: Encoded) => Effect.Effect<Service, PersistenceError, Scope.Scope> =
+  internal.makeEncoded
 
-  const sequence = (event: UnsequencedEvent): AuditEvent => {
-    const sequenced: AuditEvent = { seq: log.length + 1, ...event }
-    log.push(sequenced)
-    return sequenced
-  }
-  const committed = <A>(f: () => A): Effect.Effect<A> =>
-    Effect.sync(() => {
-      const result = f()
-      for (const queue of subscribers) {
-        // size is negative while the reader waits in `take`
-        if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(log.length)
-      }
-      return result
-    })
-
-  const transition = (
-    requestId: RequestId,
-    event: UnsequencedEvent,
-    next: (request: ApprovalRequest) => ApprovalRequest,
-    refuse: (request: ApprovalRequest) => ResolveResult | undefined = () => undefined
-  ): Effect.Effect<ResolveResult> =>
-    Effect.suspend(() => {
-      const request = requests.get(requestId)
-      if (request === undefined) return Effect.succeed<ResolveResult>({ _tag: "NotFound" })
-      if (request.status !== "pending") return Effect.succeed<ResolveResult>({ _tag: "NotPending", request })
-      const refused = refuse(request)
-      if (refused !== undefined) return Effect.succeed(refused)
-      return committed((): ResolveResult => {
-        const updated = next(request)
-        requests.set(requestId, updated)
-        return { _tag: "Resolved", request: updated, event: sequence(event) }
-      })
-    })
-
-  const store: Service = {
-    append: (events) => committed(() => events.map(sequence)),
-    createRequest: (request, event) =>
-      Effect.suspend((): Effect.Effect<CreateResult> => {
-        const call = request.toolCall
-        const key = callKey(call.sessionKey, call.id)
-        const existing = byCall.get(key)
-        if (existing !== undefined) return Effect.succeed({ _tag: "Existing", request: requests.get(existing)! })
-        const decided = decisions.get(key)
-        if (decided !== undefined) return Effect.succeed({ _tag: "Decided", decision: decided })
-        for (const approval of approvals.values()) {
-          if (covers(approval, call, request.createdAt)) return Effect.succeed({ _tag: "Covered", grant: approval })
-        }
-        return committed((): CreateResult => {
-          requests.set(request.requestId, request)
-          byCall.set(key, request.requestId)
-          return { _tag: "Created", request, event: sequence(event) }
-        })
-      }),
-    resolve: (requestId, resolution, event, grant) =>
-      transition(
-        requestId,
-        event,
-        (request) => {
-          if (grant !== undefined) approvals.set(grant.id, { ...grant, seq: log.length + 1 })
-          return { ...request, status: resolution.status, resolution }
-        },
-        (request) => deadlineRefusal(request, resolution.status, resolution.resolvedAt)
-      ),
-    extend: (requestId, expiresAt, event) =>
-      transition(
-        requestId,
-        event,
-        (request) => {
-          const { warnedAt: _, ...rest } = request
-          return { ...rest, expiresAt }
-        },
-        (request) => deadlineRefusal(request, "approved", event.at)
-      ),
-    markWarned: (requestId, event) =>
-      Effect.suspend(() =>
-        requests.get(requestId)?.warnedAt !== undefined
-          ? Effect.succeed(false)
-          : transition(requestId, event, (request) => ({ ...request, warnedAt: event.at })).pipe(
-            Effect.map((result) => result._tag === "Resolved")
-          )
-      ),
-    consume: (requestId, at, event) =>
-      Effect.suspend(() => {
-        const request = requests.get(requestId)
-        if (request === undefined || request.status !== "approved" || request.consumedAt !== undefined) {
-          return Effect.succeed(false)
-        }
-        return committed(() => {
-          requests.set(requestId, { ...request, consumedAt: at })
-          if (event !== undefined) sequence(event)
-          return true
-        })
-      }),
-    getRequest: (requestId) => Effect.sync(() => Option.fromNullable(requests.get(requestId))),
-    findByToolCall: (sessionKey, toolCallId) =>
-      Effect.sync(() => {
-        const id = byCall.get(callKey(sessionKey, toolCallId))
-        return Option.fromNullable(id === undefined ? undefined : requests.get(id))
-      }),
-    findRecorded: (sessionKey, toolCallId) =>
-      Effect.sync((): Option.Option<Recorded> => {
-        const key = callKey(sessionKey, toolCallId)
-        const id = byCall.get(key)
-        if (id !== undefined) return Option.some({ _tag: "Request", request: requests.get(id)! })
-        const decision = decisions.get(key)
-        return decision === undefined ? Option.none() : Option.some({ _tag: "Decision", decision })
-      }),
-    recordDecision: (decision, events) =>
-      Effect.suspend((): Effect.Effect<RecordResult> => {
-        const key = callKey(decision.sessionKey, decision.toolCallId)
-        const existing = decisions.get(key)
-        if (existing !== undefined) return Effect.succeed({ _tag: "Existing", decision: existing })
-        const requested = byCall.get(key)
-        if (requested !== undefined) return Effect.succeed({ _tag: "Requested", request: requests.get(requested)! })
-        const grantId = reliedOn(decision)
-        if (grantId !== undefined) {
-          const grant = approvals.get(grantId)
-          if (grant === undefined || !isActive(grant, decision.at)) {
-            return Effect.succeed({ _tag: "GrantInactive", sessionApprovalId: grantId })
-          }
-        }
-        return committed((): RecordResult => {
-          decisions.set(key, decision)
-          events.forEach(sequence)
-          return { _tag: "Created", decision }
-        })
-      }),
-    listPending: (options) =>
-      Effect.sync(() => {
-        const out: Array<ApprovalRequest> = []
-        const limit = options?.limit ?? Number.POSITIVE_INFINITY
-        for (const request of requests.values()) {
-          if (out.length >= limit) break
-          if (request.status !== "pending") continue
-          if (options?.sessionKey !== undefined && request.toolCall.sessionKey !== options.sessionKey) continue
-          out.push(request)
-        }
-        return out.sort((a, b) => a.createdAt - b.createdAt)
-      }),
-    listDue: (at) =>
-      Effect.sync(() =>
-        [...requests.values()]
-          .filter((r) => r.status === "pending" && r.expiresAt <= at)
-          .sort((a, b) => a.expiresAt - b.expiresAt)
-      ),
-    listToWarn: (at, warnBeforeMs) =>
-      Effect.sync(() =>
-        [...requests.values()].filter((r) =>
-          r.status === "pending" && r.warnedAt === undefined &&
-          r.expiresAt - Math.min(warnBeforeMs, (r.expiresAt - r.createdAt) / 2) <= at
-        )
-      ),
-    grant: (approval, event) =>
-      committed(() => {
-        const seq = sequence(event).seq
-        const granted: SessionApproval = { ...approval, seq }
-        approvals.set(granted.id, granted)
-        return granted
-      }),
-    revoke: (id, at, event) =>
-      Effect.suspend(() => {
-        const current = approvals.get(id)
-        if (current === undefined || !isActive(current, at)) return Effect.succeed(Option.none())
-        return committed(() => {
-          const revoked: SessionApproval = { ...current, revokedAt: at, seq: sequence(event).seq }
-          approvals.set(id, revoked)
-          return Option.some(revoked)
-        })
-      }),
-    revokeWhere: (query, at, event) =>
-      committed(() => {
-        const seq = sequence(event).seq
-        const revoked: Array<SessionApproval> = []
-        for (const approval of approvals.values()) {
-          if (!revokeMatches(query)(approval)) continue
-          const next: SessionApproval = { ...approval, revokedAt: at, seq }
-          approvals.set(approval.id, next)
-          revoked.push(next)
-        }
-        return revoked
-      }),
-    sessionApprovals: (query) =>
-      Effect.sync(() =>
-        [...approvals.values()]
-          .filter((a) =>
-            (query?.id === undefined || a.id === query.id) &&
-            (query?.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
-            (query?.afterSeq === undefined || a.seq > query.afterSeq) &&
-            (query?.activeAt === undefined || isActive(a, query.activeAt))
-          )
-          .sort((a, b) => a.seq - b.seq)
-      ),
-    events: (query = {}) =>
-      Effect.sync(() => {
-        const start = Math.max(0, query.afterSeq ?? 0)
-        const limit = query.limit ?? Number.POSITIVE_INFINITY
-        const keep = matches(query)
-        const out: Array<AuditEvent> = []
-        for (let i = start; i < log.length && out.length < limit; i++) {
-          if (keep(log[i]!)) out.push(log[i]!)
-        }
-        return out
-      }),
-    lastSeq: Effect.sync(() => log.length),
-    subscribe: Effect.acquireRelease(
-      Effect.tap(Queue.sliding<number>(1), (queue) => Effect.sync(() => subscribers.add(queue))),
-      (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
-    )
-  }
-  return store
-})
+/**
+ * An in-process store: the typed logic over a driver that keeps encoded rows in memory.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: Effect.Effect<Service, never, Scope.Scope> = Effect.flatMap(
+  Effect.sync(makeMemoryDriver),
+  (driver) => Effect.orDie(makeEncoded(driver))
+)
 
 /**
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<ApprovalStore> = Layer.effect(ApprovalStore, makeMemory)
+export const layerMemory: Layer.Layer<ApprovalStore> = Layer.scoped(ApprovalStore, makeMemory)

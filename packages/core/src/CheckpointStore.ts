@@ -104,22 +104,60 @@ export interface Service {
 export class CheckpointStore extends Context.Tag("@tool-gate/core/CheckpointStore")<CheckpointStore, Service>() {}
 
 /**
+ * A change of an open checkpoint by the holder of its latest lease.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type LeasedChange =
+  | { readonly _tag: "Renew"; readonly claimedUntil: number }
+  | { readonly _tag: "Update"; readonly state: string }
+  | { readonly _tag: "Complete"; readonly completedAt: number }
+
+/**
+ * What a checkpoint driver does, each method one atomic step: `Service` without the three leased
+ * writes, which are one conditional write here (`writeLeased`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Encoded extends Pick<Service, "save" | "find" | "claim" | "open"> {
+  /** Applies `change`, `true` when `(owner, fence)` is the latest claim and the checkpoint is not completed. */
+  readonly writeLeased: (
+    token: string,
+    owner: string,
+    fence: number,
+    change: LeasedChange
+  ) => Effect.Effect<boolean, PersistenceError>
+}
+
+/**
+ * The store over a driver.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
+export const makeEncoded = (encoded: Encoded): Service => ({
+  save: encoded.save,
+  find: encoded.find,
+  claim: encoded.claim,
+  renew: (token, owner, fence, until) =>
+    encoded.writeLeased(token, owner, fence, { _tag: "Renew", claimedUntil: until }),
+  update: (token, owner, fence, state) => encoded.writeLeased(token, owner, fence, { _tag: "Update", state }),
+  complete: (token, owner, fence, at) =>
+    encoded.writeLeased(token, owner, fence, { _tag: "Complete", completedAt: at }),
+  open: encoded.open
+})
+
+/**
+ * The in-process driver. Each method runs synchronously, so each is atomic like a transaction.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemoryDriver: Effect.Effect<Encoded> = Effect.sync(() => {
   const rows = new Map<string, Row>()
   const byRequest = new Map<string, string>()
-  /** Changes an open checkpoint for the holder of its latest lease only. */
-  const write = (token: string, owner: string, fence: number, change: Partial<Row>) =>
-    Effect.sync(() => {
-      const row = rows.get(token)
-      if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner || row.claims !== fence) {
-        return false
-      }
-      rows.set(token, { ...row, ...change })
-      return true
-    })
   return {
     save: (row) =>
       Effect.sync(() => {
@@ -141,13 +179,25 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         rows.set(token, { ...row, claimedBy: owner, claimedUntil: until, claims: row.claims + 1 })
         return Option.some(row.claims + 1)
       }),
-    renew: (token, owner, fence, until) => write(token, owner, fence, { claimedUntil: until }),
-    update: (token, owner, fence, state) => write(token, owner, fence, { state }),
-    complete: (token, owner, fence, at) => write(token, owner, fence, { completedAt: at }),
+    writeLeased: (token, owner, fence, { _tag: _, ...change }) =>
+      Effect.sync(() => {
+        const row = rows.get(token)
+        if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner || row.claims !== fence) {
+          return false
+        }
+        rows.set(token, { ...row, ...change })
+        return true
+      }),
     open: (name) =>
       Effect.sync(() => [...rows.values()].filter((row) => row.name === name && row.completedAt === undefined))
   }
 })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: Effect.Effect<Service> = Effect.map(makeMemoryDriver, makeEncoded)
 
 /**
  * @since 0.1.0

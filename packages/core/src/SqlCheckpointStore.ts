@@ -1,6 +1,6 @@
 /**
- * Checkpoints in SQL, in the same database as the approval store (SQLite or PostgreSQL), with
- * their own migrations. "A request belongs to one checkpoint", "one lease holder at a time" and
+ * The SQL checkpoint driver, in the same database as the approval store (SQLite or PostgreSQL),
+ * migrated with it. "A request belongs to one checkpoint", "one lease holder at a time" and
  * "completed once" are enforced by the database: a primary key on the request id and conditional
  * updates.
  *
@@ -15,13 +15,18 @@
  *
  * @since 0.1.0
  */
-import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Option, Schema } from "effect"
-import { CheckpointStore, type Row, type Service } from "./CheckpointStore.js"
-import { boundary } from "./internal/sqlBoundary.js"
-import { lockKey, migrate, retryOpen } from "./internal/sqlSchema.js"
-import type { PersistenceError } from "./ToolGateError.js"
+import {
+  CheckpointStore,
+  type Encoded,
+  type LeasedChange,
+  makeEncoded,
+  type Row,
+  type Service
+} from "./CheckpointStore.js"
+import { lockKey, migrate, migrations, retryOpen, tables } from "./internal/sqlSchema.js"
+import { PersistenceError } from "./ToolGateError.js"
 
 /**
  * @since 0.1.0
@@ -51,11 +56,20 @@ class Taken {
   readonly _tag = "Taken"
 }
 
+const leasedWrite = {
+  Renew: "renew checkpoint lease",
+  Update: "update checkpoint",
+  Complete: "complete checkpoint"
+} as const
+
 /**
+ * The SQL checkpoint driver. Opening it runs the tool-gate migrations (`internal/sqlSchema.ts`),
+ * as `SqlApprovalStore` does, so either store may open a database first.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}): Effect.Effect<Service, PersistenceError, SqlClient.SqlClient> =>
+export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, PersistenceError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const prefix = options.tablePrefix ?? "toolgate_"
@@ -63,41 +77,14 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
     if (!/^[a-z_][a-z0-9_]*$/.test(prefix)) {
       return yield* Effect.dieMessage(`SqlCheckpointStore: invalid table prefix ${JSON.stringify(prefix)}`)
     }
-    const checkpoints = `${prefix}checkpoints`
-    const owners = `${prefix}checkpoint_requests`
-    // under the writers' lock, retried while another process migrates (as the approval store does)
+    const t = tables(prefix)
+    const checkpoints = sql(t.checkpoints)
+    const owners = sql(t.checkpointRequests)
+    // under the writers' lock, retried while another process migrates
     yield* retryOpen(
-      boundary("migrate checkpoints")(migrate({
-        table: `${prefix}checkpoint_migrations`,
-        lock: lockKey(prefix),
-        loader: Migrator.fromRecord({
-          "0001_create_checkpoints": Effect.gen(function*() {
-            yield* sql`CREATE TABLE IF NOT EXISTS ${sql(checkpoints)} (
-            token TEXT PRIMARY KEY,
-            name TEXT NOT NULL,
-            state TEXT NOT NULL,
-            request_ids TEXT NOT NULL,
-            created_at BIGINT NOT NULL,
-            resumed_at BIGINT
-          )`
-            yield* sql`CREATE TABLE IF NOT EXISTS ${sql(owners)} (
-            request_id TEXT PRIMARY KEY,
-            token TEXT NOT NULL
-          )`
-          }),
-          // `resumed_at` (0001's name) now means "completed"; the lease says who is resuming it.
-          "0002_resume_lease": Effect.gen(function*() {
-            yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_by TEXT`
-            yield* sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claimed_until BIGINT`
-            yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${checkpoints}_open`)} ON ${
-              sql(checkpoints)
-            } (name, created_at)
-            WHERE resumed_at IS NULL`
-          }),
-          // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
-          "0003_claim_fence": sql`ALTER TABLE ${sql(checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
-        })
-      }))
+      PersistenceError.refail("migrate checkpoints")(
+        migrate({ loader: migrations(t), table: t.migrations, lock: lockKey(prefix) })
+      )
     )
 
     const read = (rows: ReadonlyArray<unknown>) =>
@@ -115,14 +102,26 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
     const readOne = (rows: ReadonlyArray<unknown>) =>
       Effect.map(read(rows), (decoded) => Option.fromNullable(decoded[0]))
 
-    return CheckpointStore.of({
+    /** The SET clause of a leased write; `resumed_at` (migration 0005's first name) means "completed". */
+    const setLeased = (change: LeasedChange) => {
+      switch (change._tag) {
+        case "Renew":
+          return sql`claimed_until = ${change.claimedUntil}`
+        case "Update":
+          return sql`state = ${change.state}`
+        case "Complete":
+          return sql`resumed_at = ${change.completedAt}`
+      }
+    }
+
+    return {
       save: (row) =>
         Effect.gen(function*() {
-          const claimed = yield* sql`INSERT INTO ${sql(owners)} ${
+          const claimed = yield* sql`INSERT INTO ${owners} ${
             sql.insert(row.requestIds.map((requestId) => ({ request_id: requestId, token: row.token })))
           } ON CONFLICT DO NOTHING RETURNING request_id`
           if (claimed.length !== row.requestIds.length) return yield* Effect.fail(new Taken())
-          yield* sql`INSERT INTO ${sql(checkpoints)} ${
+          yield* sql`INSERT INTO ${checkpoints} ${
             sql.insert({
               token: row.token,
               name: row.name,
@@ -135,41 +134,41 @@ export const make = (options: Options = {}): Effect.Effect<Service, PersistenceE
         }).pipe(
           sql.withTransaction,
           Effect.catchIf((error): error is Taken => error instanceof Taken, () => Effect.succeed(false)),
-          boundary("save checkpoint")
+          PersistenceError.refail("save checkpoint")
         ),
       find: (by) =>
         ("token" in by
-          ? sql`SELECT * FROM ${sql(checkpoints)} WHERE token = ${by.token}`
-          : sql`SELECT c.* FROM ${sql(checkpoints)} c JOIN ${
-            sql(owners)
-          } o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
-          .pipe(Effect.flatMap(readOne), boundary("find checkpoint")),
+          ? sql`SELECT * FROM ${checkpoints} WHERE token = ${by.token}`
+          : sql`SELECT c.* FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
+          .pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint")),
       claim: (token, owner, now, until) =>
-        sql`UPDATE ${sql(checkpoints)} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
+        sql`UPDATE ${checkpoints} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
           WHERE token = ${token} AND resumed_at IS NULL
             AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
           RETURNING claims`.pipe(
           Effect.flatMap(decodeClaims),
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.claims)),
-          boundary("claim checkpoint")
+          PersistenceError.refail("claim checkpoint")
         ),
-      renew: (token, owner, fence, until) =>
-        sql`UPDATE ${sql(checkpoints)} SET claimed_until = ${until}
+      writeLeased: (token, owner, fence, change) =>
+        sql`UPDATE ${checkpoints} SET ${setLeased(change)}
           WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("renew checkpoint lease")),
-      update: (token, owner, fence, state) =>
-        sql`UPDATE ${sql(checkpoints)} SET state = ${state}
-          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("update checkpoint")),
-      complete: (token, owner, fence, at) =>
-        sql`UPDATE ${sql(checkpoints)} SET resumed_at = ${at}
-          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(Effect.map((rows) => rows.length === 1), boundary("complete checkpoint")),
+          RETURNING token`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          PersistenceError.refail(leasedWrite[change._tag])
+        ),
       open: (name) =>
-        sql`SELECT * FROM ${sql(checkpoints)} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
-          .pipe(Effect.flatMap(read), boundary("list open checkpoints"))
-    })
+        sql`SELECT * FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
+          .pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
+    }
   })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, PersistenceError, SqlClient.SqlClient> =>
+  Effect.map(makeDriver(options), makeEncoded)
 
 /**
  * @since 0.1.0

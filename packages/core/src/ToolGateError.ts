@@ -13,7 +13,9 @@
  * @since 0.1.0
  */
 import { HttpApiSchema } from "@effect/platform"
-import { ParseResult, Schema } from "effect"
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlError } from "@effect/sql/SqlError"
+import { Effect, Option, ParseResult, Schema } from "effect"
 
 /**
  * One problem in an input, with the path of the offending value (`requireApproval[3].args.path`).
@@ -246,6 +248,27 @@ export class PersistenceError extends Schema.TaggedError<PersistenceError>()(
   override get message(): string {
     const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
     return `Approval store failed during ${this.operation}: ${detail}`
+  }
+
+  /**
+   * Maps every failure of `self` to a `PersistenceError` naming `operation`, including the ones
+   * `@effect/sql` raises as defects (a failed COMMIT, a failed migration); other defects stay defects.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  static refail(
+    operation: string
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, PersistenceError, R> {
+    return (self) =>
+      self.pipe(
+        Effect.catchSomeDefect((defect) =>
+          defect instanceof SqlError || defect instanceof Migrator.MigrationError
+            ? Option.some(Effect.fail(defect))
+            : Option.none()
+        ),
+        Effect.mapError((cause) => new PersistenceError({ operation, cause }))
+      )
   }
 }
 

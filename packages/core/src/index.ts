@@ -31,6 +31,8 @@ export * as SessionApproval from "./SessionApproval.js"
 /** @since 0.1.0 */
 export * as SqlApprovalStore from "./SqlApprovalStore.js"
 /** @since 0.1.0 */
+export * as SqlChangeFeed from "./SqlChangeFeed.js"
+/** @since 0.1.0 */
 export * as SqlCheckpointStore from "./SqlCheckpointStore.js"
 /** @since 0.1.0 */
 export * as ToolCall from "./ToolCall.js"

@@ -18,15 +18,22 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import type { ApprovalStore, CheckpointStore, ToolGateError } from "@tool-gate/core"
-import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate } from "@tool-gate/core"
+import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
+import {
+  Checkpoint,
+  SqlApprovalStore,
+  SqlChangeFeed,
+  SqlCheckpointStore,
+  type ToolGate,
+  ToolGateError
+} from "@tool-gate/core"
 import { Layer, type Redacted } from "effect"
 
 /**
  * @since 0.1.0
  * @category models
  */
-export interface StoreOptions extends SqlApprovalStore.Options, SqlApprovalStore.NotifyFeedOptions {
+export interface StoreOptions extends SqlApprovalStore.Options, SqlChangeFeed.NotifyFeedOptions {
   readonly url: Redacted.Redacted
   /** further `PgClient` settings (pool size, timeouts, ...) */
   readonly client?: Omit<PgClient.PgClientConfig, "url"> | undefined
@@ -39,13 +46,17 @@ export interface StoreOptions extends SqlApprovalStore.Options, SqlApprovalStore
 export interface Options extends StoreOptions, ToolGate.Options {}
 
 /**
+ * A `PgClient` on `url`. A server it cannot reach when the layer is built is a `PersistenceError`.
+ *
  * @since 0.1.0
  * @category layers
  */
 export const layerClient = (
   options: StoreOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, ToolGateError.PersistenceError> =>
-  PgClient.layer({ ...options.client, url: options.url }).pipe(Layer.orDie)
+  PgClient.layer({ ...options.client, url: options.url }).pipe(
+    Layer.mapError((cause) => new ToolGateError.PersistenceError({ operation: "connecting to PostgreSQL", cause }))
+  )
 
 /**
  * The durable stores (approvals, woken by LISTEN/NOTIFY with a slow poll behind it, and
@@ -59,7 +70,7 @@ export const layerStore = (
 ): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
   Layer.merge(
     SqlApprovalStore.layer(options).pipe(
-      Layer.provide(SqlApprovalStore.layerNotifyFeed(PgClient.PgClient, {
+      Layer.provide(SqlChangeFeed.layerNotifyFeed(PgClient.PgClient, {
         channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
         fallbackInterval: options.fallbackInterval
       }))

@@ -23,7 +23,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import { Checkpoint, SqlApprovalStore, SqlCheckpointStore, type ToolGate, ToolGateError } from "@tool-gate/core"
+import {
+  Checkpoint,
+  SqlApprovalStore,
+  SqlChangeFeed,
+  SqlCheckpointStore,
+  type ToolGate,
+  ToolGateError
+} from "@tool-gate/core"
 import type { Duration } from "effect"
 import { Clock, Context, Effect, Layer, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
@@ -77,8 +84,9 @@ const loadDriver: Effect.Effect<Driver, ToolGateError.PersistenceError> = Effect
 })
 
 /**
- * A `SqlClient` on the file, with the driver for the runtime this runs on (a driver that cannot
- * be loaded is a `PersistenceError` naming the package to install).
+ * A `SqlClient` on the file, with the driver for the runtime this runs on. It fails with a
+ * `PersistenceError`: a driver that cannot be loaded (naming the package to install), or a file
+ * the driver cannot open.
  *
  * @since 0.1.0
  * @category layers
@@ -88,7 +96,9 @@ export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, 
     Effect.map(loadDriver, (driver) => {
       mkdirSync(dirname(resolve(filename)), { recursive: true })
       // The store switches WAL on itself, so a damaged file surfaces as a PersistenceError, not a driver defect.
-      const client = driver.SqliteClient.layer({ filename, disableWAL: true }).pipe(Layer.orDie)
+      const client = driver.SqliteClient.layer({ filename, disableWAL: true }).pipe(
+        Layer.mapError((cause) => new ToolGateError.PersistenceError({ operation: "opening the SQLite file", cause }))
+      )
       return Layer.map(
         client,
         (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient))
@@ -138,8 +148,8 @@ const fileChanges = (filename: string, fallbackInterval: Duration.DurationInput)
 export const layerFileFeed = (
   filename: string,
   fallbackInterval: Duration.DurationInput = "250 millis"
-): Layer.Layer<SqlApprovalStore.SqlChangeFeed> =>
-  Layer.succeed(SqlApprovalStore.SqlChangeFeed, {
+): Layer.Layer<SqlChangeFeed.SqlChangeFeed> =>
+  Layer.succeed(SqlChangeFeed.SqlChangeFeed, {
     onCommit: () => Effect.void,
     changes: fileChanges(filename, fallbackInterval)
   })

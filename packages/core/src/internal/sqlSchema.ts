@@ -13,6 +13,11 @@ export interface Tables {
   readonly decisions: string
   /** PostgreSQL: the last `seq` handed out (one row), moved on in the writing transaction */
   readonly eventSeq: string
+  readonly checkpoints: string
+  /** which checkpoint each request belongs to */
+  readonly checkpointRequests: string
+  /** the checkpoint store's own migrations table, before migration 0005 took its place */
+  readonly legacyCheckpointMigrations: string
 }
 
 export const tables = (prefix: string): Tables => ({
@@ -22,7 +27,10 @@ export const tables = (prefix: string): Tables => ({
   requests: `${prefix}requests`,
   sessionApprovals: `${prefix}session_approvals`,
   decisions: `${prefix}decisions`,
-  eventSeq: `${prefix}event_seq`
+  eventSeq: `${prefix}event_seq`,
+  checkpoints: `${prefix}checkpoints`,
+  checkpointRequests: `${prefix}checkpoint_requests`,
+  legacyCheckpointMigrations: `${prefix}checkpoint_migrations`
 })
 
 /**
@@ -39,6 +47,8 @@ export const lockKey = (prefix: string): number => {
 }
 
 /**
+ * The migrations of every tool-gate table under one prefix, in one migrations table: the approval
+ * store and the checkpoint store both run all of them when they open, so either may open first.
  * One schema for SQLite and PostgreSQL; only the sequence column differs. Times are ms epoch in
  * BIGINT columns; each row also holds its entity encoded as JSON text (decoded with the entity's
  * Schema on read), and the columns exist for the indexes and the conditional updates.
@@ -146,6 +156,53 @@ export const migrations = (t: Tables): Migrator.Loader =>
           }),
         orElse: () => Effect.void
       })
+    }),
+    // Checkpoints, which kept their own migrations table (three steps) until now: the steps that
+    // table does not record run here, and it goes.
+    "0005_create_checkpoints": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const [legacy] = yield* sql.onDialectOrElse({
+        pg: () =>
+          sql<
+            { readonly present: boolean }
+          >`SELECT to_regclass(${t.legacyCheckpointMigrations}::text) IS NOT NULL AS present`,
+        orElse: () =>
+          sql<{ readonly present: number }>`SELECT COUNT(*) AS present FROM sqlite_master
+            WHERE type = 'table' AND name = ${t.legacyCheckpointMigrations}`
+      })
+      let done = 0
+      if (legacy?.present) {
+        const [last] = yield* sql<{ readonly id: number | string | null }>`SELECT MAX(migration_id) AS id FROM ${
+          sql(t.legacyCheckpointMigrations)
+        }`
+        done = Number(last?.id ?? 0)
+      }
+      if (done < 1) {
+        yield* sql`CREATE TABLE IF NOT EXISTS ${sql(t.checkpoints)} (
+          token TEXT PRIMARY KEY,
+          name TEXT NOT NULL,
+          state TEXT NOT NULL,
+          request_ids TEXT NOT NULL,
+          created_at BIGINT NOT NULL,
+          resumed_at BIGINT
+        )`
+        yield* sql`CREATE TABLE IF NOT EXISTS ${sql(t.checkpointRequests)} (
+          request_id TEXT PRIMARY KEY,
+          token TEXT NOT NULL
+        )`
+      }
+      // `resumed_at` (the first name) means "completed"; the lease says who is resuming it.
+      if (done < 2) {
+        yield* sql`ALTER TABLE ${sql(t.checkpoints)} ADD COLUMN claimed_by TEXT`
+        yield* sql`ALTER TABLE ${sql(t.checkpoints)} ADD COLUMN claimed_until BIGINT`
+        yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.checkpoints}_open`)} ON ${
+          sql(t.checkpoints)
+        } (name, created_at)
+          WHERE resumed_at IS NULL`
+      }
+      // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
+      if (done < 3) yield* sql`ALTER TABLE ${sql(t.checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
+      if (legacy?.present) yield* sql`DROP TABLE ${sql(t.legacyCheckpointMigrations)}`
     })
   })
 

@@ -24,7 +24,8 @@ describe("SqlApprovalStore storage (SQLite)", () => {
         { migration_id: 1, name: "create_tables" },
         { migration_id: 2, name: "drop_events_request_index" },
         { migration_id: 3, name: "create_decisions" },
-        { migration_id: 4, name: "gap_free_seq" }
+        { migration_id: 4, name: "gap_free_seq" },
+        { migration_id: 5, name: "create_checkpoints" }
       ])
       expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
       expect(yield* sql`PRAGMA wal_autocheckpoint`).toEqual([{ wal_autocheckpoint: 10_000 }])
@@ -47,18 +48,9 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       const names = (yield* a.sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
         .map((row) => row.name)
         .filter((name) => name !== "sqlite_sequence")
-      expect(names).toEqual([
-        "a_decisions",
-        "a_events",
-        "a_migrations",
-        "a_requests",
-        "a_session_approvals",
-        "b_decisions",
-        "b_events",
-        "b_migrations",
-        "b_requests",
-        "b_session_approvals"
-      ])
+      const prefixed = ["checkpoint_requests", "checkpoints", "decisions", "events", "migrations", "requests"]
+        .concat("session_approvals")
+      expect(names).toEqual([...prefixed.map((name) => `a_${name}`), ...prefixed.map((name) => `b_${name}`)])
     }))
 
   it.live("rows hold the encoded entity as JSON, which decodes back to what the store returns", () =>

@@ -1,0 +1,393 @@
+import { Effect, Either, Option, Queue, RcRef, Stream } from "effect"
+import type * as Scope from "effect/Scope"
+import type { ApprovalRequest, RequestId } from "../../ApprovalRequest.js"
+import type {
+  ApprovalEncoded,
+  Claim,
+  Continue,
+  Encoded,
+  NewSessionApproval,
+  Recorded,
+  ResolveResult,
+  Service
+} from "../../ApprovalStore.js"
+import type { AuditEvent, UnsequencedEvent } from "../../AuditEvent.js"
+import type { Recorded as RecordedDecision } from "../../Decision.js"
+import { covers } from "../../SessionApproval.js"
+import { PersistenceError } from "../../ToolGateError.js"
+import * as Codecs from "./codecs.js"
+
+/**
+ * The approval store's typed logic, once for every driver: the request transitions (resolve,
+ * extend, mark warned), the shaping of their refusals (not found, not pending, overdue, not due),
+ * the codecs between entities and the driver's encoded rows, and the hints to subscribers.
+ */
+
+/** The session approval a decision relies on (an allow through a session approval), if any. */
+export const reliedOn = (decision: RecordedDecision): string | undefined =>
+  decision.decision._tag === "Allow" && decision.decision.via === "sessionApproval"
+    ? decision.decision.sessionApprovalId
+    : undefined
+
+export const makeEncoded = (driver: Encoded): Effect.Effect<Service, PersistenceError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const codecs = Codecs.makeCodecs()
+    const decode =
+      <A>(operation: string, codec: Codecs.Codec<A, any>) => (encoded: unknown): Effect.Effect<A, PersistenceError> => {
+        const decoded = codec.decode(encoded)
+        return Either.isRight(decoded)
+          ? Effect.succeed(decoded.right)
+          : Effect.fail(new PersistenceError({ operation, cause: decoded.left }))
+      }
+    const decodeAll = <A>(operation: string, codec: Codecs.Codec<A, any>) => (rows: ReadonlyArray<unknown>) =>
+      Effect.forEach(rows, decode(operation, codec))
+    const encode = <A, I>(
+      operation: string,
+      codec: Codecs.Codec<A, I>,
+      value: A
+    ): Effect.Effect<I, PersistenceError> => {
+      const encoded = codec.encode(value)
+      return Either.isRight(encoded)
+        ? Effect.succeed(encoded.right)
+        : Effect.fail(new PersistenceError({ operation, cause: encoded.left }))
+    }
+    // Events are encoded and decoded on every decision, so in plain loops, not `Effect.forEach`.
+    const encodeEventsSync = (
+      operation: string,
+      events: ReadonlyArray<UnsequencedEvent>
+    ): Either.Either<Array<Codecs.EventEncoded>, PersistenceError> => {
+      const out: Array<Codecs.EventEncoded> = new Array(events.length)
+      for (let i = 0; i < events.length; i++) {
+        const encoded = codecs.event.encode(events[i]!)
+        if (Either.isLeft(encoded)) return Either.left(new PersistenceError({ operation, cause: encoded.left }))
+        out[i] = encoded.right
+      }
+      return Either.right(out)
+    }
+    const encodeEvents = (operation: string, events: ReadonlyArray<UnsequencedEvent>) =>
+      Effect.suspend(() => encodeEventsSync(operation, events))
+    // The audit events of the latest writes and reads, by seq, so that reading back what was just
+    // written (the log tailer does, after every commit) builds and checks nothing: the drivers hand
+    // back the very encoded values they were given. A ring, not a weak map: a weak map holding
+    // every event of a long log costs the garbage collector more than it saves.
+    const recentEncoded: Array<Codecs.EventEncoded | undefined> = new Array(1024)
+    const recentEvents: Array<AuditEvent | undefined> = new Array(1024)
+    const auditEvent = (seq: number, encoded: Codecs.EventEncoded, event: UnsequencedEvent): AuditEvent => {
+      const sequenced: AuditEvent = Object.freeze({ seq, ...event })
+      recentEncoded[seq & 1023] = encoded
+      recentEvents[seq & 1023] = sequenced
+      return sequenced
+    }
+    /** The written events, numbered. */
+    const sequenced = (
+      events: ReadonlyArray<UnsequencedEvent>,
+      encoded: ReadonlyArray<Codecs.EventEncoded>,
+      seqs: ReadonlyArray<number> | undefined
+    ): Array<AuditEvent> => seqs === undefined ? [] : events.map((event, i) => auditEvent(seqs[i]!, encoded[i]!, event))
+
+    // --- hints -----------------------------------------------------------------------------------
+
+    // Highest sequence number hinted so far, from this process's commits or the driver's signal.
+    let known = yield* driver.lastSeq
+    // Each subscriber holds at most one outstanding hint: while one is unread, commits add nothing,
+    // so a burst of commits costs the reader one wake-up, not one per commit.
+    const subscribers = new Set<Queue.Queue<number>>()
+    const offer = (seq: number) => {
+      for (const queue of subscribers) {
+        // size is negative while the reader waits in `take`
+        if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(seq)
+      }
+    }
+    /** After a commit: the last seq it wrote, if any. */
+    const notify = (seqs: ReadonlyArray<number> | undefined) => {
+      const seq = seqs?.[seqs.length - 1]
+      if (seq === undefined || seq <= known) return
+      known = seq
+      offer(seq)
+    }
+    const hint = (seqs: ReadonlyArray<number> | undefined) => Effect.sync(() => notify(seqs))
+    // Another process may have committed: readers read the log after what they have seen.
+    const watcher = yield* RcRef.make({
+      acquire: driver.changes.pipe(Stream.runForEach(() => Effect.sync(() => offer(known))), Effect.forkScoped)
+    })
+
+    // --- transitions -----------------------------------------------------------------------------
+
+    /**
+     * A transition of a pending request: claimed under `claim`, rewritten by `next`, committed
+     * with `event` (and the session approval `grant` makes); or why it was refused.
+     */
+    const transition = (
+      operation: string,
+      requestId: RequestId,
+      claim: Claim,
+      refusal: "Overdue" | "NotDue" | "NotPending",
+      event: UnsequencedEvent,
+      next: (request: ApprovalRequest) => ApprovalRequest,
+      grant?: NewSessionApproval
+    ): Effect.Effect<ResolveResult, PersistenceError> =>
+      Effect.gen(function*() {
+        const encoded = yield* encode(operation, codecs.event, event)
+        const result = yield* driver.claimRequest(operation, requestId, claim, [encoded], (before, seqs) =>
+          Either.flatMap(codecs.request.decode(before), (request) =>
+            Either.flatMap(codecs.request.encode(next(request)), (rewritten) =>
+              grant === undefined
+                ? Either.right({ request: rewritten })
+                : Either.map(codecs.approval.encode({ ...grant, seq: seqs[0]! }), (approval) => ({
+                  request: rewritten,
+                  grant: approval
+                })))))
+        if (result._tag === "Claimed") {
+          yield* hint(result.seqs)
+          return {
+            _tag: "Resolved",
+            request: yield* decode(operation, codecs.request)(result.request),
+            event: auditEvent(result.seqs[0]!, encoded, event)
+          } as const
+        }
+        if (Option.isNone(result.current)) {
+          return { _tag: "NotFound" } as const
+        }
+        const current = yield* decode(operation, codecs.request)(result.current.value)
+        return current.status === "pending" && refusal !== "NotPending"
+          ? { _tag: refusal, request: current }
+          : { _tag: "NotPending", request: current }
+      })
+
+    const store: Service = {
+      append: (events) =>
+        events.length === 0 ? Effect.succeed([]) : Effect.suspend(() => {
+          const encoded = encodeEventsSync("append", events)
+          if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
+          return Effect.map(driver.append(encoded.right), (seqs) => {
+            notify(seqs)
+            return sequenced(events, encoded.right, seqs)
+          })
+        }),
+
+      createRequest: (request, event, shadow) =>
+        Effect.gen(function*() {
+          const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
+          const call = request.toolCall
+          const encoded = yield* encodeEvents("createRequest", events)
+          const result = yield* driver.insertRequest(
+            yield* encode("createRequest", codecs.request, request),
+            encoded,
+            // the driver judged activity on the store's clock; `covers` judges scope and arguments
+            (active) => {
+              for (let i = 0; i < active.length; i++) {
+                const grant = codecs.approval.decode(active[i])
+                if (Either.isLeft(grant)) return Either.left(grant.left)
+                if (covers(grant.right, call, Number.NEGATIVE_INFINITY)) return Either.right(i)
+              }
+              return Either.right(-1)
+            }
+          )
+          switch (result._tag) {
+            case "Inserted": {
+              yield* hint(result.seqs)
+              const [requested, shadowed] = sequenced(events, encoded, result.seqs)
+              return shadowed === undefined
+                ? { _tag: "Created", request, event: requested! }
+                : { _tag: "Created", request, event: requested!, shadow: shadowed }
+            }
+            case "Existing":
+              return { _tag: "Existing", request: yield* decode("createRequest", codecs.request)(result.request) }
+            case "Decided":
+              return { _tag: "Decided", decision: yield* decode("createRequest", codecs.decision)(result.decision) }
+            case "Covered":
+              return { _tag: "Covered", grant: yield* decode("createRequest", codecs.approval)(result.grant) }
+          }
+        }),
+
+      resolve: (requestId, resolution, event, grant) =>
+        resolution.status === "expired"
+          ? transition(
+            "resolve",
+            requestId,
+            { _tag: "PastDeadline", at: resolution.resolvedAt },
+            "NotDue",
+            event,
+            (request) => ({ ...request, status: resolution.status, resolution }),
+            grant
+          )
+          : transition(
+            "resolve",
+            requestId,
+            { _tag: "BeforeDeadline", at: resolution.resolvedAt },
+            "Overdue",
+            event,
+            (request) => ({ ...request, status: resolution.status, resolution }),
+            grant
+          ),
+
+      extend: (requestId, expiresAt, event) =>
+        transition(
+          "extend",
+          requestId,
+          { _tag: "BeforeDeadline", at: event.at },
+          "Overdue",
+          event,
+          ({ warnedAt: _, ...request }) => ({
+            ...request,
+            expiresAt
+          })
+        ),
+
+      markWarned: (requestId, event) =>
+        Effect.map(
+          transition(
+            "markWarned",
+            requestId,
+            { _tag: "Unwarned" },
+            "NotPending",
+            event,
+            (request) => ({ ...request, warnedAt: event.at })
+          ),
+          (result) => result._tag === "Resolved"
+        ),
+
+      consume: (requestId, at, event) =>
+        Effect.gen(function*() {
+          const seqs = yield* driver.consume(
+            requestId,
+            at,
+            event === undefined ? [] : [yield* encode("consume", codecs.event, event)]
+          )
+          yield* hint(seqs)
+          return seqs !== undefined
+        }),
+
+      getRequest: (requestId) =>
+        Effect.flatMap(driver.getRequest(requestId), Effect.transposeMapOption(decode("getRequest", codecs.request))),
+
+      findByToolCall: (sessionKey, toolCallId) =>
+        Effect.flatMap(
+          driver.findByToolCall(sessionKey, toolCallId),
+          Effect.transposeMapOption(decode("findByToolCall", codecs.request))
+        ),
+
+      findRecorded: (sessionKey, toolCallId) =>
+        Effect.flatMap(
+          driver.findRecorded(sessionKey, toolCallId),
+          Effect.transposeMapOption((found) =>
+            found._tag === "Request"
+              ? Effect.map(
+                decode("findRecorded", codecs.request)(found.request),
+                (request): Recorded => ({ _tag: "Request", request })
+              )
+              : Effect.map(
+                decode("findRecorded", codecs.decision)(found.decision),
+                (decision): Recorded => ({ _tag: "Decision", decision })
+              )
+          )
+        ),
+
+      recordDecision: (decision, events) =>
+        Effect.gen(function*() {
+          const result = yield* driver.insertDecision(
+            yield* encode("recordDecision", codecs.decision, decision),
+            yield* encodeEvents("recordDecision", events),
+            reliedOn(decision)
+          )
+          switch (result._tag) {
+            case "Inserted":
+              yield* hint(result.seqs)
+              return { _tag: "Created", decision }
+            case "Existing":
+              return { _tag: "Existing", decision: yield* decode("recordDecision", codecs.decision)(result.decision) }
+            case "Requested":
+              return { _tag: "Requested", request: yield* decode("recordDecision", codecs.request)(result.request) }
+            case "GrantInactive":
+              return { _tag: "GrantInactive", sessionApprovalId: reliedOn(decision)! }
+          }
+        }),
+
+      listPending: (options) => Effect.flatMap(driver.listPending(options), decodeAll("listPending", codecs.request)),
+      listDue: (at) => Effect.flatMap(driver.listDue(at), decodeAll("listDue", codecs.request)),
+      listToWarn: (at, warnBeforeMs) =>
+        Effect.flatMap(driver.listToWarn(at, warnBeforeMs), decodeAll("listToWarn", codecs.request)),
+
+      grant: (approval, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.insertApproval(
+            [yield* encode("grant", codecs.event, event)],
+            (seqs) => codecs.approval.encode({ ...approval, seq: seqs[0]! })
+          )
+          yield* hint(result.seqs)
+          return yield* decode("grant", codecs.approval)(result.approval)
+        }),
+
+      revoke: (id, at, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.revoke({ id }, at, [yield* encode("revoke", codecs.event, event)], revokeAll(at))
+          yield* hint(result.seqs)
+          const [revoked] = yield* decodeAll("revoke", codecs.approval)(result.revoked)
+          return Option.fromNullable(revoked)
+        }),
+
+      revokeWhere: (query, at, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.revoke(
+            { sessionKey: query.sessionKey, toolName: query.toolName?.toLowerCase() },
+            at,
+            [yield* encode("revokeWhere", codecs.event, event)],
+            revokeAll(at)
+          )
+          yield* hint(result.seqs)
+          return yield* decodeAll("revokeWhere", codecs.approval)(result.revoked)
+        }),
+
+      sessionApprovals: (query) =>
+        Effect.flatMap(driver.sessionApprovals(query), decodeAll("sessionApprovals", codecs.approval)),
+
+      events: (query = {}) =>
+        Effect.flatMap(
+          driver.events(query.toolName === undefined ? query : { ...query, toolName: query.toolName.toLowerCase() }),
+          (rows) => {
+            const out: Array<AuditEvent> = new Array(rows.length)
+            for (let i = 0; i < rows.length; i++) {
+              const { event: encoded, seq } = rows[i]!
+              const known = recentEvents[seq & 1023]
+              if (known !== undefined && known.seq === seq && recentEncoded[seq & 1023] === encoded) {
+                out[i] = known
+                continue
+              }
+              const event = codecs.event.decode(encoded)
+              if (Either.isLeft(event)) {
+                return Effect.fail(new PersistenceError({ operation: "events", cause: event.left }))
+              }
+              out[i] = auditEvent(seq, encoded, event.right)
+            }
+            return Effect.succeed(out)
+          }
+        ),
+
+      lastSeq: driver.lastSeq,
+
+      subscribe: Effect.gen(function*() {
+        const queue = yield* Effect.acquireRelease(
+          Effect.tap(Queue.sliding<number>(1), (queue) => Effect.sync(() => subscribers.add(queue))),
+          (queue) => Effect.zipRight(Effect.sync(() => subscribers.delete(queue)), Queue.shutdown(queue))
+        )
+        yield* RcRef.get(watcher)
+        return queue
+      })
+    }
+
+    /** Revoked at `at` with the event's number, in grant order. */
+    const revokeAll =
+      (at: number): Continue<ReadonlyArray<ApprovalEncoded>, ReadonlyArray<ApprovalEncoded>> => (before, seqs) =>
+        Either.all(
+          Array.from(before)
+            .sort((a, b) => a.seq - b.seq)
+            .map((row) =>
+              Either.flatMap(
+                codecs.approval.decode(row),
+                (approval) => codecs.approval.encode({ ...approval, revokedAt: at, seq: seqs[0]! })
+              )
+            )
+        )
+
+    return store
+  })

@@ -1,0 +1,204 @@
+import { Effect, Either, Option, type ParseResult, Stream } from "effect"
+import type {
+  ApprovalEncoded,
+  Claim,
+  DecisionEncoded,
+  Encoded,
+  EventEncoded,
+  RequestEncoded
+} from "../../ApprovalStore.js"
+import { PersistenceError } from "../../ToolGateError.js"
+
+/**
+ * The in-process driver: encoded rows in maps, as the SQL driver keeps them in tables. Each method
+ * runs in one synchronous step, so each is atomic like a transaction; a continuation's failure
+ * leaves the maps as they were (it runs before anything is changed).
+ */
+
+type Result<K extends keyof Encoded> = Encoded[K] extends (...args: any) => Effect.Effect<infer A, any> ? A : never
+
+const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey}\u0000${toolCallId}`
+
+/** Active at `at` (the SQL driver's `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > at)`). */
+const activeAt = (row: ApprovalEncoded, at: number) =>
+  row.revokedAt === undefined && (row.expiresAt === undefined || row.expiresAt > at)
+
+const claims = (claim: Claim, row: RequestEncoded): boolean => {
+  if (row.status !== "pending") return false
+  switch (claim._tag) {
+    case "Unwarned":
+      return row.warnedAt === undefined
+    case "BeforeDeadline":
+      return row.expiresAt > claim.at
+    case "PastDeadline":
+      return row.expiresAt <= claim.at
+  }
+}
+
+/** Runs a step; a continuation's `ParseError` fails it as the operation's `PersistenceError`. */
+const step = <A>(operation: string, f: () => Either.Either<A, ParseResult.ParseError>) =>
+  Effect.suspend(() => {
+    const result = f()
+    return Either.isRight(result)
+      ? Effect.succeed(result.right)
+      : Effect.fail(new PersistenceError({ operation, cause: result.left }))
+  })
+
+export const makeMemoryDriver = (): Encoded => {
+  const log: Array<{ readonly seq: number; readonly event: EventEncoded }> = []
+  const requests = new Map<string, RequestEncoded>()
+  const byCall = new Map<string, string>()
+  const decisions = new Map<string, DecisionEncoded>()
+  const approvals = new Map<string, ApprovalEncoded>()
+
+  /** The numbers `events` will get. */
+  const nextSeqs = (events: ReadonlyArray<EventEncoded>) => {
+    const seqs: Array<number> = new Array(events.length)
+    for (let i = 0; i < events.length; i++) seqs[i] = log.length + 1 + i
+    return seqs
+  }
+  const append = (events: ReadonlyArray<EventEncoded>) => {
+    const seqs = nextSeqs(events)
+    for (let i = 0; i < events.length; i++) log.push({ seq: seqs[i]!, event: events[i]! })
+    return seqs
+  }
+  const requestOf = (sessionKey: string, toolCallId: string) => {
+    const id = byCall.get(callKey(sessionKey, toolCallId))
+    return id === undefined ? undefined : requests.get(id)
+  }
+  const pending = () => [...requests.values()].filter((r) => r.status === "pending")
+  const byExpiry = (a: RequestEncoded, b: RequestEncoded) => a.expiresAt - b.expiresAt
+
+  return {
+    append: (events) => Effect.sync(() => append(events)),
+    insertRequest: (request, events, covering) =>
+      step<Result<"insertRequest">>("createRequest", () => {
+        const call = request.toolCall
+        const existing = requestOf(call.sessionKey, call.id)
+        if (existing !== undefined) return Either.right({ _tag: "Existing", request: existing } as const)
+        const decided = decisions.get(callKey(call.sessionKey, call.id))
+        if (decided !== undefined) return Either.right({ _tag: "Decided", decision: decided } as const)
+        const tool = call.name.toLowerCase()
+        const active = [...approvals.values()].filter((a) =>
+          a.sessionKey === call.sessionKey && a.toolName === tool && activeAt(a, request.createdAt)
+        )
+        return Either.map(covering(active), (i) => {
+          if (i >= 0) return { _tag: "Covered", grant: active[i]! } as const
+          requests.set(request.requestId, request)
+          byCall.set(callKey(call.sessionKey, call.id), request.requestId)
+          return { _tag: "Inserted", seqs: append(events) } as const
+        })
+      }),
+    claimRequest: (operation, requestId, claim, events, rewrite) =>
+      step<Result<"claimRequest">>(operation, () => {
+        const before = requests.get(requestId)
+        if (before === undefined || !claims(claim, before)) {
+          return Either.right({ _tag: "Refused", current: Option.fromNullable(before) } as const)
+        }
+        return Either.map(rewrite(before, nextSeqs(events)), (after) => {
+          const seqs = append(events)
+          requests.set(requestId, after.request)
+          if (after.grant !== undefined) approvals.set(after.grant.id, after.grant)
+          return { _tag: "Claimed", request: after.request, seqs } as const
+        })
+      }),
+    consume: (requestId, at, events) =>
+      Effect.sync(() => {
+        const request = requests.get(requestId)
+        if (request === undefined || request.status !== "approved" || request.consumedAt !== undefined) return undefined
+        requests.set(requestId, { ...request, consumedAt: at })
+        return append(events)
+      }),
+    insertDecision: (decision, events, reliedOn) =>
+      Effect.sync(() => {
+        const requested = requestOf(decision.sessionKey, decision.toolCallId)
+        if (requested !== undefined) return { _tag: "Requested", request: requested } as const
+        if (reliedOn !== undefined) {
+          const grant = approvals.get(reliedOn)
+          if (grant === undefined || !activeAt(grant, decision.at)) return { _tag: "GrantInactive" } as const
+        }
+        const key = callKey(decision.sessionKey, decision.toolCallId)
+        const existing = decisions.get(key)
+        if (existing !== undefined) return { _tag: "Existing", decision: existing } as const
+        decisions.set(key, decision)
+        return { _tag: "Inserted", seqs: append(events) } as const
+      }),
+    insertApproval: (events, approval) =>
+      step("grant", () =>
+        Either.map(approval(nextSeqs(events)), (row) => {
+          const seqs = append(events)
+          approvals.set(row.id, row)
+          return { approval: row, seqs }
+        })),
+    revoke: (which, at, events, rewrite) =>
+      step("id" in which ? "revoke" : "revokeWhere", () => {
+        const before = "id" in which
+          ? [approvals.get(which.id)].filter((a): a is ApprovalEncoded => a !== undefined && activeAt(a, at))
+          : [...approvals.values()].filter((a) =>
+            a.revokedAt === undefined &&
+            (which.sessionKey === undefined || a.sessionKey === which.sessionKey) &&
+            (which.toolName === undefined || a.toolName === which.toolName)
+          )
+        if ("id" in which && before.length === 0) return Either.right({ revoked: [], seqs: [] })
+        return Either.map(rewrite(before, nextSeqs(events)), (revoked) => {
+          const seqs = append(events)
+          for (const row of revoked) approvals.set(row.id, row)
+          return { revoked, seqs }
+        })
+      }),
+    getRequest: (requestId) => Effect.sync(() => Option.fromNullable(requests.get(requestId))),
+    findByToolCall: (sessionKey, toolCallId) =>
+      Effect.sync(() => Option.fromNullable(requestOf(sessionKey, toolCallId))),
+    findRecorded: (sessionKey, toolCallId) =>
+      Effect.sync(() => {
+        const request = requestOf(sessionKey, toolCallId)
+        if (request !== undefined) return Option.some({ _tag: "Request", request } as const)
+        const decision = decisions.get(callKey(sessionKey, toolCallId))
+        return decision === undefined ? Option.none() : Option.some({ _tag: "Decision", decision } as const)
+      }),
+    listPending: (options) =>
+      Effect.sync(() => {
+        const out = pending()
+          .filter((r) => options?.sessionKey === undefined || r.toolCall.sessionKey === options.sessionKey)
+          .sort((a, b) => a.createdAt - b.createdAt)
+        return options?.limit === undefined ? out : out.slice(0, options.limit)
+      }),
+    listDue: (at) => Effect.sync(() => pending().filter((r) => r.expiresAt <= at).sort(byExpiry)),
+    listToWarn: (at, warnBeforeMs) =>
+      Effect.sync(() =>
+        pending().filter((r) =>
+          r.warnedAt === undefined && r.expiresAt - Math.min(warnBeforeMs, (r.expiresAt - r.createdAt) / 2) <= at
+        ).sort(byExpiry)
+      ),
+    sessionApprovals: (query) =>
+      Effect.sync(() =>
+        [...approvals.values()]
+          .filter((a) =>
+            (query?.id === undefined || a.id === query.id) &&
+            (query?.sessionKey === undefined || a.sessionKey === query.sessionKey) &&
+            (query?.afterSeq === undefined || a.seq > query.afterSeq) &&
+            (query?.activeAt === undefined || activeAt(a, query.activeAt))
+          )
+          .sort((a, b) => a.seq - b.seq)
+      ),
+    events: (query) =>
+      Effect.sync(() => {
+        const limit = query.limit ?? Number.POSITIVE_INFINITY
+        const out: Array<{ readonly seq: number; readonly event: EventEncoded }> = []
+        for (let i = Math.max(0, query.afterSeq ?? 0); i < log.length && out.length < limit; i++) {
+          const { event } = log[i]!
+          if (
+            (query.sessionKey === undefined || event.sessionKey === query.sessionKey ||
+              event.sessionKey === undefined) &&
+            (query.toolName === undefined || event.toolName?.toLowerCase() === query.toolName) &&
+            (query.outcome === undefined || event.outcome === query.outcome) &&
+            (query.since === undefined || event.at >= query.since) &&
+            (query.until === undefined || event.at <= query.until)
+          ) out.push(log[i]!)
+        }
+        return out
+      }),
+    lastSeq: Effect.sync(() => log.length),
+    changes: Stream.never
+  }
+}

@@ -1,0 +1,421 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import { Effect, Either, Option, type ParseResult } from "effect"
+import type * as Scope from "effect/Scope"
+import type {
+  ApprovalEncoded,
+  Claim,
+  DecisionEncoded,
+  Encoded,
+  EventEncoded,
+  RequestEncoded
+} from "../../ApprovalStore.js"
+import type { ChangeFeed } from "../../SqlChangeFeed.js"
+import { PersistenceError } from "../../ToolGateError.js"
+import * as Batcher from "../sqlBatcher.js"
+import * as Rows from "../sqlRows.js"
+import { lockKey, type Tables } from "../sqlSchema.js"
+import * as Statements from "./sqlStatements.js"
+
+/**
+ * The approval store's SQL driver: each method one transaction (or one statement), on SQLite or
+ * PostgreSQL. Writers are serialized (SQLite by its write lock, PostgreSQL by an advisory lock), so
+ * sequence numbers commit in order and a reader tailing `seq > last` never skips a row. Calls made
+ * while another runs are committed together (group commit, `sqlBatcher.ts`), each still
+ * all-or-nothing. Rows hold their entity as JSON text, read through a cache (`sqlRows.ts`).
+ */
+
+type Failure = SqlError | ParseResult.ParseError
+type Row = Record<string, unknown>
+
+export interface Options {
+  readonly tables: Tables
+  readonly feed: ChangeFeed
+  /** judge deadlines on the database's clock (`database`) or at the time the caller passes */
+  readonly clock: "database" | "caller"
+}
+
+const fromEither = <A>(either: Either.Either<A, ParseResult.ParseError>): Effect.Effect<A, ParseResult.ParseError> =>
+  Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
+
+export const make = (
+  options: Options
+): Effect.Effect<Encoded, never, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const { feed, tables: t } = options
+    const isSqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+    const databaseNow = sql.onDialectOrElse({
+      pg: () => sql.literal("(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint"),
+      orElse: () => sql.literal("CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)")
+    })
+    const clockAt = (at: unknown): Statement.Fragment => options.clock === "caller" ? sql`${at}` : databaseNow
+
+    /** Runs text on the transaction's (or the batch's) connection when there is one, else the pool. */
+    const exec: Statements.Exec = (text, params) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+        transaction._tag === "Some"
+          ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
+          : isSqlite
+          ? Effect.scoped(
+            Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined))
+          )
+          : sql.unsafe<any>(text, params as ReadonlyArray<any>))
+    const q = Statements.make(sql, t, exec, clockAt)
+    /** Compiles a statement built per call (its shape depends on the query) and runs it. */
+    const run = (statement: Statement.Statement<unknown>) => {
+      const [text, params] = statement.compile()
+      return exec(text, params)
+    }
+
+    // Group commit; on SQLite reads queue too, since the one connection serves them.
+    const batcher = yield* Batcher.make({
+      reserve: sql.reserve,
+      begin: isSqlite ? ["BEGIN IMMEDIATE"] : ["BEGIN", `SELECT pg_advisory_xact_lock(${lockKey(t.prefix)})`]
+    })
+    const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
+    // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order
+    const serialize = isSqlite
+      ? Effect.void
+      : Effect.asVoid(run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})`))
+
+    /** A read: on SQLite through the batcher (unless the caller is inside its own transaction). */
+    const read = <A>(operation: string, body: Effect.Effect<A, Failure>): Effect.Effect<A, PersistenceError> =>
+      PersistenceError.refail(operation)(
+        isSqlite ? Effect.flatMap(inTransaction, (inside) => inside ? body : batcher.read(body)) : body
+      )
+
+    /**
+     * One transaction per call, as callers see it (the batcher may commit several calls' bodies
+     * together). Inside a caller's own transaction, a savepoint of it. `single`: one statement.
+     */
+    const write = <A>(operation: string, body: Effect.Effect<A, Failure>, single = false) =>
+      Effect.flatMap(inTransaction, (inside) =>
+        inside ? sql.withTransaction(Effect.zipRight(serialize, body)) : batcher.write(body, single)).pipe(
+          PersistenceError.refail(operation)
+        )
+
+    // --- rows -------------------------------------------------------------------------------------
+
+    const columns = {
+      request: Rows.column<RequestEncoded>(4096, true),
+      event: Rows.column<EventEncoded>(4096, true),
+      approval: Rows.column<ApprovalEncoded>(4096, true),
+      decision: Rows.column<DecisionEncoded>(0)
+    }
+    /** The encoded entities in one column of `rows` (checked by the store's codecs). */
+    const parse = <I>(column: Rows.Column<I>, name: string) => (rows: ReadonlyArray<Row>) => {
+      const out: Array<I> = new Array(rows.length)
+      for (let i = 0; i < rows.length; i++) {
+        const encoded = column.read(rows[i]![name])
+        if (Either.isLeft(encoded)) {
+          return Effect.fail(encoded.left)
+        }
+        out[i] = encoded.right as I
+      }
+      return Effect.succeed(out)
+    }
+    const requestsOf = parse(columns.request, "request")
+    const approvalsOf = parse(columns.approval, "approval")
+    const decisionsOf = parse(columns.decision, "decision")
+    const first = <A>(rows: ReadonlyArray<A>) =>
+      Option.fromNullable(rows[0])
+    const seqsOf = (rows: ReadonlyArray<Row>): Effect.Effect<Array<number>, ParseResult.ParseError> => {
+      const out: Array<number> = new Array(rows.length)
+      for (let i = 0; i < rows.length; i++) {
+        const value = rows[i]!.seq
+        if (value === null) {
+          out[i] = 0 // the MAX of an empty log
+          continue
+        }
+        const seq = Rows.dbInt(value)
+        if (Either.isLeft(seq)) return Effect.fail(seq.left)
+        out[i] = seq.right
+      }
+      return Effect.succeed(out.sort((a, b) => a - b))
+    }
+
+    const requestRow = (request: RequestEncoded): Statements.RequestRow => ({
+      requestId: request.requestId,
+      sessionKey: request.toolCall.sessionKey,
+      toolCallId: request.toolCall.id,
+      status: request.status,
+      createdAt: request.createdAt,
+      expiresAt: request.expiresAt,
+      warnedAt: request.warnedAt,
+      consumedAt: request.consumedAt,
+      request: columns.request.write(request)
+    })
+    const approvalRow = (approval: ApprovalEncoded): Statements.ApprovalRow => ({
+      id: approval.id,
+      sessionKey: approval.sessionKey,
+      toolName: approval.toolName,
+      seq: approval.seq,
+      revokedAt: approval.revokedAt,
+      expiresAt: approval.expiresAt,
+      approval: columns.approval.write(approval)
+    })
+    const eventRow = (event: EventEncoded): Statements.EventRow => ({
+      at: event.at,
+      type: event.type,
+      outcome: event.outcome,
+      sessionKey: event.sessionKey,
+      toolCallId: event.toolCallId,
+      toolName: event.toolName?.toLowerCase(),
+      requestId: event.requestId,
+      event: columns.event.write(event)
+    })
+
+    /** Appends events; their numbers, consecutive (writers are serialized). */
+    const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<number>, Failure> =>
+      events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
+        const rows = events.map(eventRow)
+        // numbered in insertion order (RETURNING's row order is not promised)
+        const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
+        yield* feed.onCommit(seqs[seqs.length - 1]!)
+        return seqs
+      })
+
+    const requestByCall = (sessionKey: string, toolCallId: string) =>
+      Effect.map(Effect.flatMap(q.requestByCall({ sessionKey, toolCallId }), requestsOf), first)
+    const decisionByCall = (sessionKey: string, toolCallId: string) =>
+      Effect.map(Effect.flatMap(q.decisionByCall({ sessionKey, toolCallId }), decisionsOf), first)
+
+    const claimOf = (requestId: string, claim: Claim) => {
+      switch (claim._tag) {
+        case "Unwarned":
+          return q.claimUnwarned({ requestId })
+        case "BeforeDeadline":
+          return q.claimBeforeDeadline({ requestId, at: claim.at })
+        case "PastDeadline":
+          return q.claimPastDeadline({ requestId, at: claim.at })
+      }
+    }
+
+    const selectRequests = (operation: string, where: Statement.Fragment, order: Statement.Fragment) =>
+      read(
+        operation,
+        Effect.flatMap(run(sql`SELECT request FROM ${sql(t.requests)} WHERE ${where} ${order}`), requestsOf)
+      )
+
+    // --- the driver -------------------------------------------------------------------------------
+
+    const driver: Encoded = {
+      append: (events) => write("append", appendEvents(events)),
+
+      insertRequest: (request, events, covering) =>
+        write(
+          "createRequest",
+          Effect.gen(function*() {
+            const call = request.toolCall
+            const existing = yield* requestByCall(call.sessionKey, call.id)
+            if (Option.isSome(existing)) return { _tag: "Existing", request: existing.value } as const
+            const decided = yield* decisionByCall(call.sessionKey, call.id)
+            if (Option.isSome(decided)) return { _tag: "Decided", decision: decided.value } as const
+            const active = yield* Effect.flatMap(
+              q.activeGrants({ sessionKey: call.sessionKey, toolName: call.name.toLowerCase(), at: request.createdAt }),
+              approvalsOf
+            )
+            const covered = yield* fromEither(covering(active))
+            if (covered >= 0) return { _tag: "Covered", grant: active[covered]! } as const
+            if ((yield* q.insertRequest(requestRow(request))).length === 0) {
+              return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
+            }
+            return { _tag: "Inserted", seqs: yield* appendEvents(events) } as const
+          })
+        ),
+
+      claimRequest: (operation, requestId, claim, events, rewrite) =>
+        write(
+          operation,
+          Effect.gen(function*() {
+            const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
+            if (before === undefined) {
+              return {
+                _tag: "Refused",
+                current: first(yield* Effect.flatMap(q.requestById({ requestId }), requestsOf))
+              } as const
+            }
+            const seqs = yield* appendEvents(events)
+            const after = yield* fromEither(rewrite(before, seqs))
+            yield* q.rewriteRequest(requestRow(after.request))
+            if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
+            return { _tag: "Claimed", request: after.request, seqs } as const
+          })
+        ),
+
+      consume: (requestId, at, events) =>
+        write(
+          "consume",
+          Effect.flatMap(
+            q.consume({ requestId, at }),
+            (rows) => rows.length === 0 ? Effect.succeed(undefined) : appendEvents(events)
+          ),
+          events.length === 0
+        ),
+
+      insertDecision: (decision, events, reliedOn) =>
+        write(
+          "recordDecision",
+          Effect.gen(function*() {
+            const requested = yield* requestByCall(decision.sessionKey, decision.toolCallId)
+            if (Option.isSome(requested)) return { _tag: "Requested", request: requested.value } as const
+            if (reliedOn !== undefined && (yield* q.grantActive({ id: reliedOn, at: decision.at })).length === 0) {
+              return { _tag: "GrantInactive" } as const
+            }
+            const inserted = yield* q.insertDecision({
+              sessionKey: decision.sessionKey,
+              toolCallId: decision.toolCallId,
+              decision: columns.decision.write(decision)
+            })
+            if (inserted.length === 0) {
+              const existing = yield* decisionByCall(decision.sessionKey, decision.toolCallId)
+              return { _tag: "Existing", decision: Option.getOrThrow(existing) } as const
+            }
+            return { _tag: "Inserted", seqs: yield* appendEvents(events) } as const
+          })
+        ),
+
+      insertApproval: (events, approval) =>
+        write(
+          "grant",
+          Effect.gen(function*() {
+            const seqs = yield* appendEvents(events)
+            const row = yield* fromEither(approval(seqs))
+            yield* q.insertApproval(approvalRow(row))
+            return { approval: row, seqs }
+          })
+        ),
+
+      revoke: (which, at, events, rewrite) =>
+        write(
+          "id" in which ? "revoke" : "revokeWhere",
+          Effect.gen(function*() {
+            let before: ReadonlyArray<ApprovalEncoded>
+            let seqs: ReadonlyArray<number>
+            if ("id" in which) {
+              before = yield* Effect.flatMap(q.revokeOne({ id: which.id, at }), approvalsOf)
+              if (before.length === 0) return { revoked: [], seqs: [] }
+              seqs = yield* appendEvents(events)
+            } else {
+              seqs = yield* appendEvents(events)
+              before = yield* Effect.flatMap(
+                run(sql`UPDATE ${sql(t.sessionApprovals)} SET revoked_at = ${at}, seq = ${seqs[0]!}
+                  WHERE ${
+                  sql.and([
+                    sql`revoked_at IS NULL`,
+                    ...(which.sessionKey !== undefined ? [sql`session_key = ${which.sessionKey}`] : []),
+                    ...(which.toolName !== undefined ? [sql`tool_name = ${which.toolName}`] : [])
+                  ])
+                } RETURNING approval`),
+                approvalsOf
+              )
+            }
+            const revoked = yield* fromEither(rewrite(before, seqs))
+            for (const row of revoked) yield* q.rewriteApproval(approvalRow(row))
+            return { revoked, seqs }
+          })
+        ),
+
+      getRequest: (requestId) =>
+        read("getRequest", Effect.map(Effect.flatMap(q.requestById({ requestId }), requestsOf), first)),
+
+      findByToolCall: (sessionKey, toolCallId) => read("findByToolCall", requestByCall(sessionKey, toolCallId)),
+
+      findRecorded: (sessionKey, toolCallId) =>
+        read(
+          "findRecorded",
+          Effect.flatMap(q.recordedByCall({ sessionKey, toolCallId }), (rows) => {
+            // a request wins: it is the record of a call that needed approval
+            const request = rows.find((row) => row.request !== null)
+            return request !== undefined
+              ? Effect.map(requestsOf([request]), ([r]) => Option.some({ _tag: "Request", request: r! } as const))
+              : Effect.map(
+                decisionsOf(rows),
+                ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
+              )
+          })
+        ),
+
+      listPending: (query) =>
+        selectRequests(
+          "listPending",
+          sql.and([
+            sql`status = 'pending'`,
+            ...(query?.sessionKey !== undefined ? [sql`session_key = ${query.sessionKey}`] : [])
+          ]),
+          sql`ORDER BY created_at, requested_seq ${query?.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`
+        ),
+
+      listDue: (at) =>
+        selectRequests(
+          "listDue",
+          sql`status = 'pending' AND expires_at <= ${at}`,
+          sql`ORDER BY expires_at, requested_seq`
+        ),
+
+      // expiresAt - min(warnBeforeMs, (expiresAt - createdAt) / 2) <= at, in integers and
+      // bounded by expires_at so the pending-by-expiry index serves it
+      listToWarn: (at, warnBeforeMs) =>
+        selectRequests(
+          "listToWarn",
+          sql`status = 'pending' AND warned_at IS NULL AND expires_at <= ${at + warnBeforeMs}
+            AND expires_at + created_at <= ${2 * at}`,
+          sql`ORDER BY expires_at, requested_seq`
+        ),
+
+      sessionApprovals: (query) =>
+        read(
+          "sessionApprovals",
+          Effect.flatMap(
+            run(sql`SELECT approval FROM ${sql(t.sessionApprovals)} WHERE ${
+              sql.and([
+                ...(query?.id !== undefined ? [sql`id = ${query.id}`] : []),
+                ...(query?.sessionKey !== undefined ? [sql`session_key = ${query.sessionKey}`] : []),
+                ...(query?.afterSeq !== undefined ? [sql`seq > ${query.afterSeq}`] : []),
+                ...(query?.activeAt !== undefined
+                  ? [sql`revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${query.activeAt})`]
+                  : [])
+              ])
+            } ORDER BY seq, granted_seq`),
+            approvalsOf
+          )
+        ),
+
+      events: (query) =>
+        read(
+          "events",
+          Effect.flatMap(
+            run(sql`SELECT seq, event FROM ${sql(t.events)} WHERE ${
+              sql.and([
+                sql`seq > ${query.afterSeq ?? 0}`,
+                ...(query.sessionKey !== undefined
+                  ? [sql`(session_key = ${query.sessionKey} OR session_key IS NULL)`]
+                  : []),
+                ...(query.toolName !== undefined ? [sql`tool_name = ${query.toolName}`] : []),
+                ...(query.outcome !== undefined ? [sql`outcome = ${query.outcome}`] : []),
+                ...(query.since !== undefined ? [sql`at >= ${query.since}`] : []),
+                ...(query.until !== undefined ? [sql`at <= ${query.until}`] : [])
+              ])
+            } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`),
+            (rows) => {
+              const out: Array<{ readonly seq: number; readonly event: EventEncoded }> = new Array(rows.length)
+              for (let i = 0; i < rows.length; i++) {
+                const seq = Rows.dbInt(rows[i]!.seq)
+                if (Either.isLeft(seq)) return Effect.fail(seq.left)
+                const event = columns.event.read(rows[i]!.event)
+                if (Either.isLeft(event)) return Effect.fail(event.left)
+                out[i] = { seq: seq.right, event: event.right as EventEncoded }
+              }
+              return Effect.succeed(out)
+            }
+          )
+        ),
+
+      lastSeq: read("lastSeq", Effect.map(Effect.flatMap(q.lastSeq({}), seqsOf), (seqs) => seqs[0] ?? 0)),
+
+      changes: feed.changes
+    }
+    return driver
+  })

@@ -1,0 +1,222 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import type { Effect } from "effect"
+import type { Tables } from "../sqlSchema.js"
+
+/**
+ * The approval store's statements, each a named function whose parameters are bound by name next
+ * to its SQL text. Each is compiled once (text with placeholders); a call runs the text with its
+ * values on the connection at hand, skipping the per-statement span, scope and compile of
+ * `@effect/sql`'s `Statement` (most of a statement's cost on SQLite).
+ */
+
+type Rows = ReadonlyArray<Record<string, unknown>>
+
+/** Runs compiled text on the connection at hand (the transaction's, the batch's, or the pool). */
+export type Exec = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<Rows, SqlError>
+
+/** A named parameter, standing in for its value while the statement compiles. */
+class Slot {
+  constructor(readonly name: string) {}
+}
+
+type Slots<P> = { readonly [K in keyof P]: Slot }
+
+/** The text of `build` with its named slots, and a function that runs it with their values. */
+const prepare = (exec: Exec) =>
+<P extends Record<string, unknown>>(
+  build: (p: Slots<P>) => Statement.Statement<unknown>
+): (values: P) => Effect.Effect<Rows, SqlError> => {
+  const slots = new Proxy({}, { get: (_, name) => new Slot(String(name)) }) as Slots<P>
+  const [text, params] = build(slots).compile()
+  const names = params.map((param) => param instanceof Slot ? param.name : undefined)
+  return (values) => exec(text, names.map((name, i) => name === undefined ? params[i] : values[name] ?? null))
+}
+
+/** The columns of an event row (`toolName` lower-cased, for the case-insensitive filter). */
+export interface EventRow extends Record<string, unknown> {
+  readonly at: number
+  readonly type: string
+  readonly outcome: string
+  readonly sessionKey: string | undefined
+  readonly toolCallId: string | undefined
+  readonly toolName: string | undefined
+  readonly requestId: string | undefined
+  readonly event: string
+}
+
+export interface RequestRow extends Record<string, unknown> {
+  readonly requestId: string
+  readonly sessionKey: string
+  readonly toolCallId: string
+  readonly status: string
+  readonly createdAt: number
+  readonly expiresAt: number
+  readonly warnedAt: number | undefined
+  readonly consumedAt: number | undefined
+  readonly request: string
+}
+
+export interface ApprovalRow extends Record<string, unknown> {
+  readonly id: string
+  readonly sessionKey: string
+  readonly toolName: string
+  readonly seq: number
+  readonly revokedAt: number | undefined
+  readonly expiresAt: number | undefined
+  readonly approval: string
+}
+
+export const make = (
+  sql: SqlClient.SqlClient,
+  t: Tables,
+  exec: Exec,
+  /** the time deadlines are judged at: the database's clock, or the caller's `at` */
+  clockAt: (at: unknown) => Statement.Fragment
+) => {
+  const statement = prepare(exec)
+  const events = sql(t.events)
+  const requests = sql(t.requests)
+  const approvals = sql(t.sessionApprovals)
+  const decisions = sql(t.decisions)
+  const isSqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+  const eventColumns = sql.literal("at, type, outcome, session_key, tool_call_id, tool_name, request_id, event")
+  // PostgreSQL numbers events from a counter row moved on in the writing transaction (a sequence
+  // would burn numbers on rollback); SQLite's AUTOINCREMENT counter is transactional already.
+  const nextSeq = "toolgate_next_seq"
+  const takeSeqs = (n: number) =>
+    sql`UPDATE ${sql(t.eventSeq)} SET last = last + ${sql.literal(String(n))} RETURNING last`
+  /** The `back`-th number before the last one taken. */
+  const lastTaken = (back = 0) =>
+    sql`(SELECT last FROM ${sql(nextSeq)})${back > 0 ? sql.literal(` - ${back}`) : sql.literal("")}`
+  const eventValues = (e: Slots<EventRow>) =>
+    sql`${e.at}, ${e.type}, ${e.outcome}, ${e.sessionKey}, ${e.toolCallId}, ${e.toolName}, ${e.requestId}, ${e.event}`
+  const pending = sql`status = 'pending'`
+
+  return {
+    lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
+
+    insertEvent: statement<EventRow>((e) =>
+      isSqlite
+        ? sql`INSERT INTO ${events} (${eventColumns}) VALUES (${eventValues(e)}) RETURNING seq`
+        : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(1)}) INSERT INTO ${events} (seq, ${eventColumns})
+          VALUES (${lastTaken()}, ${eventValues(e)}) RETURNING seq`
+    ),
+
+    /** Several events in one statement (its shape depends on their number: compiled per call). */
+    insertEvents: (rows: ReadonlyArray<EventRow>) => {
+      const values = (row: EventRow) =>
+        sql`${row.at}, ${row.type}, ${row.outcome}, ${row.sessionKey ?? null}, ${row.toolCallId ?? null}, ${
+          row.toolName ?? null
+        }, ${row.requestId ?? null}, ${row.event}`
+      const [text, params] = (isSqlite
+        ? sql`INSERT INTO ${events} (${eventColumns}) VALUES ${
+          sql.csv(rows.map((row) => sql`(${values(row)})`))
+        } RETURNING seq`
+        : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(rows.length)}) INSERT INTO ${events} (seq, ${eventColumns})
+          VALUES ${
+          sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${values(row)})`))
+        } RETURNING seq`)
+        .compile()
+      return exec(text, params)
+    },
+
+    // requested_seq: creation order, breaking ties between requests of the same millisecond. The
+    // next seq, read while this writer holds the write lock: the seq of the request's
+    // `approval.requested` event (seq is gap-free; only a deleted tail of the log would make it
+    // lower, still in creation order).
+    insertRequest: statement<RequestRow>((r) =>
+      sql`INSERT INTO ${requests}
+        (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
+        VALUES (${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt},
+          ${r.warnedAt}, ${r.consumedAt}, ${r.request}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ${events}))
+        ON CONFLICT DO NOTHING RETURNING request_id`
+    ),
+
+    rewriteRequest: statement<RequestRow>((r) =>
+      sql`UPDATE ${requests} SET status = ${r.status}, expires_at = ${r.expiresAt}, warned_at = ${r.warnedAt},
+        consumed_at = ${r.consumedAt}, request = ${r.request} WHERE request_id = ${r.requestId}`
+    ),
+
+    requestById: statement<{ requestId: string }>((p) =>
+      sql`SELECT request FROM ${requests} WHERE request_id = ${p.requestId}`
+    ),
+
+    requestByCall: statement<{ sessionKey: string; toolCallId: string }>((p) =>
+      sql`SELECT request FROM ${requests} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
+    ),
+
+    recordedByCall: statement<{ sessionKey: string; toolCallId: string }>((p) =>
+      sql`SELECT request, NULL AS decision FROM ${requests} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}
+        UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
+    ),
+
+    /**
+     * Claims a pending request for a transition (the transaction's first write), returning its
+     * pre-image: not yet warned, or within (`before`) or past its deadline on the store's clock.
+     */
+    claimUnwarned: statement<{ requestId: string }>((p) =>
+      sql`UPDATE ${requests} SET status = status
+        WHERE request_id = ${p.requestId} AND ${pending} AND warned_at IS NULL RETURNING request`
+    ),
+    claimBeforeDeadline: statement<{ requestId: string; at: number }>((p) =>
+      sql`UPDATE ${requests} SET status = status
+        WHERE request_id = ${p.requestId} AND ${pending} AND expires_at > ${clockAt(p.at)} RETURNING request`
+    ),
+    claimPastDeadline: statement<{ requestId: string; at: number }>((p) =>
+      sql`UPDATE ${requests} SET status = status
+        WHERE request_id = ${p.requestId} AND ${pending} AND expires_at <= ${clockAt(p.at)} RETURNING request`
+    ),
+
+    // One statement, so one autocommit: the row's JSON gets `consumedAt` from the database's own
+    // JSON functions (no read, no rewrite, no transaction).
+    consume: statement<{ requestId: string; at: number }>((p) =>
+      sql`UPDATE ${requests} SET consumed_at = ${p.at}, request = ${
+        sql.onDialectOrElse({
+          pg: () => sql`(request::jsonb || jsonb_build_object('consumedAt', ${p.at}::bigint))::text`,
+          orElse: () => sql`json_set(request, '$.consumedAt', ${p.at})`
+        })
+      } WHERE request_id = ${p.requestId} AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`
+    ),
+
+    insertDecision: statement<{ sessionKey: string; toolCallId: string; decision: string }>((p) =>
+      sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${p.sessionKey}, ${p.toolCallId}, ${p.decision})
+        ON CONFLICT DO NOTHING RETURNING session_key`
+    ),
+
+    decisionByCall: statement<{ sessionKey: string; toolCallId: string }>((p) =>
+      sql`SELECT decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
+    ),
+
+    /** The session's approvals for a tool active on the store's clock at `at`. */
+    activeGrants: statement<{ sessionKey: string; toolName: string; at: number }>((p) =>
+      sql`SELECT approval FROM ${approvals} WHERE session_key = ${p.sessionKey} AND tool_name = ${p.toolName}
+        AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.at)})`
+    ),
+
+    grantActive: statement<{ id: string; at: number }>((p) =>
+      sql`SELECT id FROM ${approvals} WHERE id = ${p.id}
+        AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.at)})`
+    ),
+
+    // granted_seq keeps grant order among rows that a later revocation gave one seq
+    insertApproval: statement<ApprovalRow>((a) =>
+      sql`INSERT INTO ${approvals} (id, session_key, tool_name, seq, granted_seq, revoked_at, expires_at, approval)
+        VALUES (${a.id}, ${a.sessionKey}, ${a.toolName}, ${a.seq}, ${a.seq}, ${a.revokedAt}, ${a.expiresAt}, ${a.approval})`
+    ),
+
+    rewriteApproval: statement<ApprovalRow>((a) =>
+      sql`UPDATE ${approvals} SET seq = ${a.seq}, revoked_at = ${a.revokedAt}, expires_at = ${a.expiresAt},
+        approval = ${a.approval} WHERE id = ${a.id}`
+    ),
+
+    /** Revokes the approval `id` when it is active at `at` (the caller's time); its pre-image. */
+    revokeOne: statement<{ id: string; at: number }>((p) =>
+      sql`UPDATE ${approvals} SET revoked_at = ${p.at}
+        WHERE id = ${p.id} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${p.at}) RETURNING approval`
+    )
+  }
+}
+
+export type Statements = ReturnType<typeof make>
