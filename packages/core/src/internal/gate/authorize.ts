@@ -126,15 +126,16 @@ export const make = (options: {
     attempt: number
   ): Replayed => {
     const asked = newRequest(call, decision, now, args)
-    return Effect.flatMap(store.createRequest(asked, AuditEvent.approvalRequested(asked, args)), (result): Replayed => {
+    // a candidate policy's disagreement commits with the request it belongs to
+    const created = store.createRequest(
+      asked,
+      AuditEvent.approvalRequested(asked, args),
+      shadow === undefined ? undefined : AuditEvent.policyShadow(call, decision, shadow, now, args, asked.requestId)
+    )
+    return Effect.flatMap(created, (result): Replayed => {
       switch (result._tag) {
         case "Created":
-          return Effect.zipRight(
-            shadow === undefined ? Effect.void : Effect.asVoid(store.append([
-              AuditEvent.policyShadow(call, decision, shadow, now, args, result.request.requestId)
-            ])),
-            fromRequest(result.request, now)
-          )
+          return fromRequest(result.request, now)
         case "Existing":
           return replay(call, args, { _tag: "Request", request: result.request }, now)
         case "Decided":
