@@ -56,9 +56,12 @@
  * @since 0.1.0
  */
 import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
-import { Checkpoint, type PauseSignal, ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Clock, Data, Duration, Effect, Either, Schedule, Schema } from "effect"
+import type { ToolGate, ToolGateError } from "@tool-gate/core"
+import { Checkpoint, type PauseSignal, ToolCall } from "@tool-gate/core"
+import { Data, Duration, Effect, Either, Schema } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
+import * as CallIds from "./internal/callIds.js"
+import * as Lease from "./internal/lease.js"
 
 /**
  * What a paused loop stores: the conversation up to and including the model's turn with the tool
@@ -230,36 +233,6 @@ const lostResult = (call: GatedToolkit.ModelCall): GatedToolkit.ToolResult => ({
   }
 })
 
-/** The ids the turn's calls share with an earlier call of the same turn, each once. */
-const repeatedIds = (calls: ReadonlyArray<GatedToolkit.ModelCall>): Array<string> => {
-  const seen = new Set<string>()
-  const repeated = new Set<string>()
-  for (const call of calls) (seen.has(call.id) ? repeated : seen).add(call.id)
-  return [...repeated]
-}
-
-/**
- * The gate's refusal of a call whose id this session already used: for another call
- * (`InvalidToolCall` on the id), or for this very call, which already ran (`CallAlreadyExecuted`).
- */
-const reusedId = (call: GatedToolkit.ModelCall) => (error: unknown): boolean =>
-  error instanceof ToolGateError.CallAlreadyExecuted ||
-  (error instanceof ToolGateError.InvalidToolCall &&
-    error.problems.some((problem) =>
-      problem.path === "id" && problem.message.startsWith(`tool call id ${call.id} was already used in this session`)
-    ))
-
-// A new model turn that reuses a call id of the session: the call does not run, and the model
-// reads why (as it reads a denial) instead of the conversation failing on every resume for good.
-const reusedIdOutcome = (call: GatedToolkit.ModelCall, session: ToolCall.CallContext): GatedToolkit.Settled =>
-  GatedToolkit.refused(
-    call,
-    session,
-    `tool-call id ${call.id} was already used in this session (by an earlier call); call ids must be unique per session`
-  )
-
-const agentName = "@tool-gate/ai/AgentLoop"
-
 /** Saves a paused turn: the results obtained and the calls that wait. */
 type SaveTurn = (
   results: Array<GatedToolkit.ToolResult>,
@@ -268,12 +241,6 @@ type SaveTurn = (
   Checkpoint.Token,
   ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError
 >
-
-/** Backoff for a lease renewal that failed on the store: from 100 ms, doubling, capped well below a third of the lease. */
-const renewalBackoff = (length: Duration.Duration) => {
-  const cap = Duration.min(Duration.seconds(5), Duration.unsafeDivide(length, 12))
-  return { first: Duration.min(Duration.millis(100), cap), cap }
-}
 
 /**
  * @since 0.1.0
@@ -308,41 +275,6 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       )
 
   /**
-   * A request this turn asked for whose turn then failed before saving its checkpoint: nothing
-   * would ever resume it, so it is denied (audited) rather than left for a human to approve in
-   * vain. One a checkpoint holds (found again by a retried or another conversation) is left alone.
-   */
-  const releaseOrphan = (signal: PauseSignal.PauseSignal) =>
-    Effect.gen(function*() {
-      const checkpoints = yield* Checkpoint.Checkpoints
-      const gate = yield* ToolGate.ToolGate
-      const held = yield* checkpoints.find(signal.requestId).pipe(
-        Effect.as(true),
-        Effect.catchTag("CheckpointNotFound", () => Effect.succeed(false))
-      )
-      if (held) return
-      yield* gate.respond(signal.requestId, {
-        decision: "deny",
-        reason: "the agent's turn failed before it was saved: nothing would resume this call",
-        respondedBy: agentName
-      })
-    }).pipe(
-      Effect.catchAll((error) =>
-        Effect.logWarning("AgentLoop: could not deny a request of a failed turn").pipe(
-          Effect.annotateLogs({ requestId: signal.requestId, error: error.message })
-        )
-      )
-    )
-
-  /** Whether another checkpoint (another conversation's) already waits for the request. */
-  const heldElsewhere = (signal: PauseSignal.PauseSignal) =>
-    Effect.flatMap(Checkpoint.Checkpoints, (checkpoints) =>
-      checkpoints.find(signal.requestId).pipe(
-        Effect.as(true),
-        Effect.catchTag("CheckpointNotFound", () => Effect.succeed(false))
-      ))
-
-  /**
    * The turn's results, and its checkpoint when calls wait for a human. A call whose id replayed
    * a request another conversation's checkpoint waits for (the save refuses to mix them) is
    * refused like any reused id, and the turn is saved, or goes on, without it.
@@ -365,12 +297,12 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       if (Either.isRight(saved)) return { results, paused: new Paused({ token: saved.right, requests: pending }) }
       if (saved.left._tag !== "CheckpointInvalid") return yield* saved.left
       const taken = new Set(
-        (yield* Effect.filter(pending, heldElsewhere)).map((signal) => signal.requestId)
+        (yield* Effect.filter(pending, CallIds.held)).map((signal) => signal.requestId)
       )
       if (taken.size === 0) return yield* saved.left
       const refused = outcomes.map((outcome, i) =>
         outcome._tag === "Pending" && taken.has(outcome.signal.requestId)
-          ? reusedIdOutcome(calls[i]!, session)
+          ? CallIds.reusedIdOutcome(calls[i]!, session)
           : outcome
       )
       yield* Effect.forEach(
@@ -400,7 +332,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
           reported(
             call,
             GatedToolkit.authorize(toolkit, call, session).pipe(
-              Effect.catchIf(reusedId(call), () => Effect.succeed(reusedIdOutcome(call, session))),
+              Effect.catchIf(CallIds.reusedId(call), () => Effect.succeed(CallIds.reusedIdOutcome(call, session))),
               Effect.tap((outcome) =>
                 outcome._tag === "Pending" ? Effect.sync(() => asked.push(outcome.signal)) : Effect.void
               )
@@ -408,7 +340,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
           )
         ))
       return yield* pauseOrGoOn(session, calls, outcomes, save)
-    }).pipe(Effect.onError(() => Effect.forEach(asked, releaseOrphan, { discard: true })))
+    }).pipe(Effect.onError(() => Effect.forEach(asked, CallIds.releaseOrphan, { discard: true })))
   }
 
   /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
@@ -433,7 +365,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         )
         // One id names one call: a turn that repeats one is refused whole, before anyone is asked
         // or anything runs, the same on every store.
-        const repeated = repeatedIds(calls)
+        const repeated = CallIds.repeatedIds(calls)
         if (repeated.length > 0) {
           return yield* new AiError.MalformedOutput({
             module: "AgentLoop",
@@ -473,66 +405,8 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       const checkpoints = yield* Checkpoint.Checkpoints
       const length = Duration.decode(resumeOptions?.lease ?? "5 minutes")
       const { lease, state } = yield* checkpoints.resume(checkpoint, token, { ...resumeOptions, lease: length })
-      const { cap, first } = renewalBackoff(length)
-      const annotations = { token, owner: lease.owner }
-      // Set when the store refused a renewal: the lease is another owner's (or the resume is done).
-      let lost:
-        | ToolGateError.CheckpointClaimed
-        | ToolGateError.AlreadyResumed
-        | ToolGateError.CheckpointNotFound
-        | undefined
-      const renew = checkpoints.renew(token, lease, length).pipe(
-        Effect.tapError((error) =>
-          error._tag === "PersistenceError"
-            ? Effect.void
-            : Effect.zipRight(
-              Effect.sync(() => (lost = error)),
-              Effect.logError("AgentLoop: lease renewal refused; the turn stops before its next act").pipe(
-                Effect.annotateLogs({ ...annotations, error: error.message })
-              )
-            )
-        )
-      )
-      // The owner renews every third of the lease while the turn runs, so a turn longer than its
-      // lease is not taken over. A failed write (a busy or dropped store) is logged and tried again
-      // with backoff; past the lease's end that is logged too, and renewing goes on: the renewal
-      // only succeeds if no other owner claimed the checkpoint since (its fencing token).
-      const renewing = (until: number, delay: Duration.Duration): Effect.Effect<void> =>
-        renew.pipe(
-          Effect.matchEffect({
-            onSuccess: (renewed) =>
-              Effect.delay(Effect.suspend(() => renewing(renewed.until, first)), Duration.unsafeDivide(length, 3)),
-            onFailure: (error) =>
-              error._tag !== "PersistenceError" ? Effect.void : Effect.gen(function*() {
-                const now = yield* Clock.currentTimeMillis
-                yield* now < until
-                  ? Effect.logWarning("AgentLoop: lease renewal failed; retrying").pipe(
-                    Effect.annotateLogs({ ...annotations, error: error.message, retryIn: Duration.format(delay) })
-                  )
-                  : Effect.logError("AgentLoop: the lease ran out while its renewal kept failing; retrying").pipe(
-                    Effect.annotateLogs({ ...annotations, error: error.message, until: new Date(until).toISOString() })
-                  )
-                yield* Effect.sleep(delay)
-                return yield* renewing(until, Duration.min(Duration.times(delay, 2), cap))
-              })
-          })
-        )
-      yield* Effect.forkScoped(Effect.delay(renewing(lease.until, first), Duration.unsafeDivide(length, 3)))
-      // Before each act the lease is renewed, which checks its fencing token: an owner that stalled
-      // past its lease (renewals included) and was taken over stops here instead of acting twice.
-      // A failed write is tried a few times before the turn fails on it.
-      const fence = Effect.suspend(() =>
-        lost !== undefined ? Effect.fail(lost) : Effect.asVoid(renew).pipe(
-          Effect.tapErrorTag("PersistenceError", (error) =>
-            Effect.logWarning("AgentLoop: lease check failed before an act").pipe(
-              Effect.annotateLogs({ ...annotations, error: error.message })
-            )),
-          Effect.retry({
-            while: (error) => error._tag === "PersistenceError",
-            schedule: Schedule.intersect(Schedule.exponential(first), Schedule.recurs(3))
-          })
-        )
-      )
+      // Before each act the lease is renewed, which checks its fencing token (see internal/lease.ts).
+      const fence = yield* Lease.keep(token, lease, length)
       const obtained = new Map(state.results.map((result) => [result.id, result]))
       // Every request of the turn is settled now, so gate() never waits: approved calls run (once),
       // denied and expired ones come back as denial results.
