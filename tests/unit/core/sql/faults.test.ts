@@ -7,12 +7,13 @@ import { SqlClient } from "@effect/sql"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { PersistenceError } from "@tool-gate/core/ToolGateError"
 import { Database } from "bun:sqlite"
-import { describe as bunDescribe, expect } from "bun:test"
+import { expect } from "bun:test"
 import { Context, Effect, Fiber, Layer } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
 import { approval, decision, grant, granted, open, request, requested, resolved } from "./fixtures.js"
 
 /** The error the effect fails with (its success fails the test). */
@@ -105,10 +106,4 @@ const pgSuite = (url: string) =>
       }))
   })
 
-const url = pgUrl
-if (url === undefined) {
-  console.warn("PostgreSQL tests SKIPPED: TOOLGATE_PG_URL not set")
-  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => pgSuite(""))
-} else {
-  pgSuite(url)
-}
+describePostgres("store fault tests", pgSuite)

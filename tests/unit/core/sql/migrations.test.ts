@@ -11,7 +11,8 @@ import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import { migrations, tables } from "../../../../packages/core/src/internal/sqlSchema.js"
 import { describe, it } from "../../../support/effectTest.js"
-import { pgClient, pgSchema, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { postgresUrl } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
 import { open, request, requested } from "./fixtures.js"
 
 /** The checkpoint store's migrations as the previous version shipped them, in their own table. */
@@ -83,10 +84,8 @@ describe("migrations", () => {
       yield* upgrades(yield* Layer.memoize(sqliteClient(join(dir, "toolgate.db"))))
     }))
 
-  const url = pgUrl
-  if (url === undefined) {
-    console.warn("PostgreSQL migration test SKIPPED: TOOLGATE_PG_URL not set")
-  } else {
+  const url = postgresUrl("migration test")
+  if (url !== undefined) {
     it.live("PostgreSQL: a schema of the previous version (checkpoint migrations apart) migrates forward, rows intact", () =>
       Effect.gen(function*() {
         yield* upgrades(yield* Layer.memoize(pgClient(yield* pgSchema(url))))

@@ -8,11 +8,12 @@ import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { SqlApprovalStore } from "@tool-gate/core"
-import { describe as bunDescribe, expect } from "bun:test"
+import { expect } from "bun:test"
 import { Chunk, Deferred, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
 import { approval, decision, open, request, requested, resolved } from "./fixtures.js"
 
 /** A fresh database, and a way to open `n` stores on it, each with its own connection. */
@@ -114,11 +115,13 @@ const suite = (name: string, opener: Opener) =>
         const [a, b, reader] = yield* stores(3)
         const total = 200
         const seen: Array<number> = []
+        // as the gate's tailer does: read after the last seq seen whenever the store hints
+        const hints = yield* reader!.subscribe
         const tail = Effect.gen(function*() {
           while (seen.length < total) {
             const page = yield* reader!.events({ afterSeq: seen[seen.length - 1] ?? 0 })
             for (const event of page) seen.push(event.seq)
-            if (page.length === 0) yield* Effect.sleep("1 millis")
+            if (page.length === 0) yield* Queue.take(hints)
           }
         })
         const write = (store: Store.Service, offset: number) =>
@@ -138,24 +141,21 @@ const suite = (name: string, opener: Opener) =>
 
 suite("sqlite", sqlite)
 
-const url = pgUrl
-if (url === undefined) {
-  console.warn("PostgreSQL tests SKIPPED: TOOLGATE_PG_URL not set")
-  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => suite("postgres", postgres("")))
-} else {
-  suite("postgres", postgres(url))
-}
+describePostgres("store instances tests", (url) => suite("postgres", postgres(url)))
 
 describe("SqlApprovalStore change feed", () => {
   it.live("the feed runs only while someone is subscribed, and local commits hint without it", () =>
     Effect.gen(function*() {
       const running = yield* Ref.make(0)
       const signals = yield* Queue.unbounded<void>()
+      // the feed says when it starts and stops: the test waits for that, not for time to pass
+      const started = yield* Queue.unbounded<void>()
+      const stopped = yield* Queue.unbounded<void>()
       const feed = Layer.succeed(SqlApprovalStore.SqlChangeFeed, {
         onCommit: () => Effect.void,
         changes: Stream.fromQueue(signals).pipe(
-          Stream.onStart(Ref.update(running, (n) => n + 1)),
-          Stream.ensuring(Ref.update(running, (n) => n - 1))
+          Stream.onStart(Effect.zipRight(Ref.update(running, (n) => n + 1), Queue.offer(started, undefined))),
+          Stream.ensuring(Effect.zipRight(Ref.update(running, (n) => n - 1), Queue.offer(stopped, undefined)))
         )
       })
       const dir = yield* tempDir
@@ -170,7 +170,7 @@ describe("SqlApprovalStore change feed", () => {
       yield* Effect.scoped(Effect.gen(function*() {
         const first = yield* store.subscribe
         const second = yield* store.subscribe
-        yield* Effect.sleep("10 millis")
+        yield* Queue.take(started).pipe(Effect.timeout("5 seconds"))
         expect(yield* Ref.get(running)).toBe(1)
         // a burst of commits leaves one hint per subscriber
         yield* store.append([decision(1)])
@@ -181,8 +181,9 @@ describe("SqlApprovalStore change feed", () => {
         ])
       }))
       expect(yield* Deferred.await(received)).toEqual([1, 1])
-      yield* Effect.sleep("10 millis")
+      yield* Queue.take(stopped).pipe(Effect.timeout("5 seconds"))
       expect(yield* Ref.get(running)).toBe(0)
+      expect(yield* Queue.size(started)).toBe(0)
     }))
 
   it.live("the notify feed listens again after LISTEN fails, and signals what it hears", () =>

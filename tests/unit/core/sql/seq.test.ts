@@ -7,12 +7,13 @@ import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlError } from "@effect/sql/SqlError"
 import type { ApprovalStore as Store } from "@tool-gate/core"
-import { describe as bunDescribe, expect } from "bun:test"
+import { expect } from "bun:test"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { join } from "node:path"
 import { migrations, tables } from "../../../../packages/core/src/internal/sqlSchema.js"
 import { describe, it } from "../../../support/effectTest.js"
-import { pgClient, pgSchema, pgStoreOver, pgUrl, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
 import { decision, open } from "./fixtures.js"
 
 class Aborted {
@@ -137,10 +138,4 @@ const pgSuite = (url: string) =>
       }))
   })
 
-const url = pgUrl
-if (url === undefined) {
-  console.warn("PostgreSQL tests SKIPPED: TOOLGATE_PG_URL not set")
-  bunDescribe.skip("PostgreSQL (TOOLGATE_PG_URL not set)", () => pgSuite(""))
-} else {
-  pgSuite(url)
-}
+describePostgres("seq tests", pgSuite)
