@@ -18,8 +18,8 @@
  * SQLite (a WAL file), and PostgreSQL in a fresh schema when TOOLGATE_PG_URL is set.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
-import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+import type { AuditEvent } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -155,7 +155,7 @@ const seed = Effect.gen(function*() {
       }
     } else if (step.kind === "request") {
       const request: ApprovalRequest.ApprovalRequest = {
-        requestId: `req-${step.n}` as ApprovalRequest.RequestId,
+        requestId: ApprovalRequest.RequestId.make(`req-${step.n}`),
         toolCall: {
           id: `call-r${step.n}` as never,
           name: "bash",
@@ -235,7 +235,7 @@ const seed = Effect.gen(function*() {
     } else if (step.kind === "grant") {
       const tool = TOOLS[step.n % 2]!
       const approval: SessionApproval.SessionApproval = {
-        id: `sa-${step.n}` as SessionApproval.SessionApprovalId,
+        id: SessionApproval.SessionApprovalId.make(`sa-${step.n}`),
         sessionKey: step.sessionKey as never,
         toolName: tool,
         scope: step.n % 2 === 0 ? "tool" : "exact",

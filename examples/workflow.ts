@@ -68,7 +68,7 @@ const Live = ReleaseLive.pipe(
 )
 
 // The human's side: a gate of its own on the same file, as the CLI or the HTTP server would be.
-const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
+const answer = (requestId: ApprovalRequest.RequestId, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
   Effect.flatMap(ToolGate.ToolGate, (gate) => gate.respond(requestId, response)).pipe(
     Effect.provide(ToolGateSqlite.layer({ filename: db, policy })),
     Effect.scoped

@@ -631,13 +631,14 @@ export const toolGateSuite = <E>(
       test("unknown request ids", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
+          const nope = ApprovalRequest.RequestId.make("req_nope")
           const before = yield* snapshot
-          expect((yield* expectFailure(gate.respond("req_nope", { decision: "approve_once" })))._tag).toBe(
+          expect((yield* expectFailure(gate.respond(nope, { decision: "approve_once" })))._tag).toBe(
             "RequestNotFound"
           )
-          expect((yield* expectFailure(gate.awaitDecision("req_nope")))._tag).toBe("RequestNotFound")
-          expect((yield* expectFailure(gate.resume("req_nope")))._tag).toBe("RequestNotFound")
-          expect((yield* expectFailure(gate.extend("req_nope", "1 minute")))._tag).toBe("RequestNotFound")
+          expect((yield* expectFailure(gate.awaitDecision(nope)))._tag).toBe("RequestNotFound")
+          expect((yield* expectFailure(gate.resume(nope)))._tag).toBe("RequestNotFound")
+          expect((yield* expectFailure(gate.extend(nope, "1 minute")))._tag).toBe("RequestNotFound")
           expect(yield* snapshot).toEqual(before)
         }))
 

@@ -4,6 +4,7 @@
  * requests, no token, a bad token, the auditor role answering, and a token for another session.
  * Every row changes nothing, so they share one server; each says what a client sees.
  */
+import { ApprovalRequest } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Context, Effect, Layer } from "effect"
 import { describe, layer } from "../support/effectTest.js"
@@ -479,8 +480,8 @@ layer(FixtureLive)("bad inputs", (it) => {
   it.live("nothing above changed anything", () =>
     Effect.gen(function*() {
       const { ids, server } = yield* Fixture
-      expect((yield* server.gate.getRequest(ids.pending)).status).toBe("pending")
-      expect((yield* server.gate.getRequest(ids.teamB)).status).toBe("pending")
+      expect((yield* server.gate.getRequest(ApprovalRequest.RequestId.make(ids.pending))).status).toBe("pending")
+      expect((yield* server.gate.getRequest(ApprovalRequest.RequestId.make(ids.teamB))).status).toBe("pending")
       expect((yield* server.gate.sessionApprovals("s1")).map((a) => String(a.id))).toEqual([ids.grant])
       const events = yield* server.store.events()
       expect(events.filter((e) => e.type === "approval.resolved" || e.type === "approval.extended")).toHaveLength(1)

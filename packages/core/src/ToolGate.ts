@@ -87,19 +87,19 @@ export interface Service {
   ) => Effect.Effect<A, E | ToolDenied | CallAlreadyExecuted | CallError, R>
   /** Answers a request exactly once; the same answer again returns the first resolution. */
   readonly respond: (
-    requestId: string,
+    requestId: ApprovalRequest.RequestId,
     response: Schema.Schema.Encoded<typeof ApprovalRequest.ApprovalResponse>
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError>
   /** Waits until the request is answered or expires (timeout means deny), then returns it. */
   readonly awaitDecision: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** Reads a resolved request now; fails with `RequestPending` while nobody has answered. */
   readonly resume: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | RequestPending | PersistenceError>
   readonly getRequest: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** Pending requests, oldest first, of one session or all (none for a key no call can have). */
   readonly pending: (
@@ -107,7 +107,7 @@ export interface Service {
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
   /** Gives a pending request `ttl` more time from now. */
   readonly extend: (
-    requestId: string,
+    requestId: ApprovalRequest.RequestId,
     ttl: Duration.DurationInput,
     actor?: string
   ) => Effect.Effect<
@@ -143,7 +143,7 @@ export interface Service {
    * (the guard for callers limited to one session).
    */
   readonly revokeApproval: (
-    id: string,
+    id: SessionApproval.SessionApprovalId,
     options?: RevokeOptions
   ) => Effect.Effect<SessionApproval.SessionApproval, SessionApprovalNotFound | PersistenceError>
   /**

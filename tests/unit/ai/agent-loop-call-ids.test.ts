@@ -6,7 +6,7 @@
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
-import { ApprovalStore, Checkpoint, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, Checkpoint, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import { describe, it } from "../../support/effectTest.js"
@@ -110,7 +110,7 @@ const suite = (name: string, stores: Stores) =>
         )
         expect(resolved).toHaveLength(1)
         expect(resolved[0]).toMatchObject({ toolCallId: "c1", outcome: "denied", actor: "@tool-gate/ai/AgentLoop" })
-        const request = yield* gate.getRequest(resolved[0]!.requestId!)
+        const request = yield* gate.getRequest(ApprovalRequest.RequestId.make(resolved[0]!.requestId!))
         expect(request).toMatchObject({ status: "denied" })
         expect(request.resolution?.reason).toContain("the agent's turn failed")
       }).pipe(Effect.provide(layer))

@@ -130,7 +130,7 @@ const world = (database: Database, options: { readonly bridge: boolean }) =>
     const ran: Array<string> = []
     const Engine = replica(open, ran, options)
     // another process's gate on the same file: the human answers there
-    const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
+    const answer = (requestId: ApprovalRequest.RequestId, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
       Effect.flatMap(ToolGate.ToolGate, (gate) => gate.respond(requestId, response)).pipe(
         Effect.provide(open({ policy })),
         Effect.scoped

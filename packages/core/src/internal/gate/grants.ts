@@ -117,7 +117,7 @@ export const make = (options: {
       ? Effect.succeed([])
       : Effect.flatMap(Clock.currentTimeMillis, (now) => store.sessionApprovals({ sessionKey, activeAt: now }))
 
-  const revokeApproval = (id: string, { actor, sessionKey }: RevokeOptions = {}) =>
+  const revokeApproval = (id: SessionApproval.SessionApprovalId, { actor, sessionKey }: RevokeOptions = {}) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const [held] = yield* store.sessionApprovals({ id })
@@ -126,7 +126,7 @@ export const make = (options: {
         return yield* new SessionApprovalNotFound({ sessionApprovalId: id })
       }
       const revoked = yield* store.revoke(
-        id as SessionApproval.SessionApprovalId,
+        id,
         now,
         AuditEvent.sessionApprovalRevoked(id, held, now, actor)
       )
