@@ -110,7 +110,7 @@ const engineName: Effect.Effect<string, never, WorkflowEngine> = Effect.gen(func
   return name
 })
 
-const WaitState = Schema.Struct({ deferredToken: Schema.String })
+const WaitState = Schema.Struct({ deferredToken: DurableDeferred.Token })
 
 /**
  * The wait point of the engine in context: where its workflows suspended on a tool call keep the
@@ -269,7 +269,7 @@ export const settle = (
     const resumed = yield* checkpoints.resume(yield* waitPoint, token, { lease: "30 seconds" })
     const [request] = resumed.requests
     yield* DurableDeferred.done(answerAt("tool-gate/answer"), {
-      token: resumed.state.deferredToken as DurableDeferred.Token,
+      token: resumed.state.deferredToken,
       exit: Exit.succeed(request!.status as typeof Ended.Type)
     })
     yield* checkpoints.complete(token, resumed.lease)
