@@ -19,7 +19,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { AuditEvent } from "@tool-gate/core"
-import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -39,7 +39,7 @@ const BUILDS = 5
 
 const policy = Policy.unsafeMake({ requireApproval: ["bash", "deploy"] })
 const session = (i: number) => `s-${String(i).padStart(5, "0")}`
-const TARGET = session(4242)
+const TARGET = ToolCall.SessionKey.make(session(4242))
 const TOOLS = ["bash", "deploy", "read_file", "write_file", "http_get", "sql", "grep", "ls"]
 const T0 = Date.now() - EVENTS - 60_000
 const DAY = 86_400_000

@@ -8,11 +8,11 @@
  * Run: npm run demo:memory (the agent demo, across processes on SQLite, is `npm run demo`)
  */
 import { NodeFileSystem } from "@effect/platform-node"
-import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { Console, Effect, Fiber, Layer, Stream } from "effect"
 import { auditTrail } from "./printAudit.js"
 
-const sessionKey = "demo-session"
+const sessionKey = ToolCall.SessionKey.make("demo-session")
 
 const tools: Record<string, (args: Record<string, unknown>) => string> = {
   read_file: (args) => `<contents of ${String(args.path)}>`,

@@ -206,9 +206,12 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
               : Effect.asVoid(gate.revokeApproval(target.id, { actor: `op-${s.gate}` }))
           })
         case "clear":
-          return gate.clearApprovals(s.session, `op-${s.gate}`)
+          return gate.clearApprovals(
+            s.session === undefined ? undefined : ToolCall.SessionKey.make(s.session),
+            `op-${s.gate}`
+          )
         case "record":
-          return gate.recordApproval(s.tool, s.session, s.approved, {
+          return gate.recordApproval(s.tool, ToolCall.SessionKey.make(s.session), s.approved, {
             grantedBy: `op-${s.gate}`,
             ...(s.ttlMs !== undefined ? { ttl: s.ttlMs } : {})
           })

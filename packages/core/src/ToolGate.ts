@@ -103,7 +103,7 @@ export interface Service {
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** Pending requests, oldest first, of one session or all (none for a key no call can have). */
   readonly pending: (
-    options?: { readonly sessionKey?: string | undefined }
+    options?: { readonly sessionKey?: ToolCall.SessionKey | undefined }
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
   /** Gives a pending request `ttl` more time from now. */
   readonly extend: (
@@ -119,24 +119,24 @@ export interface Service {
   /** Whether the session holds a tool-wide approval for the tool (or, given `call`, one covering it). */
   readonly hasApproval: (
     toolId: string,
-    sessionKey: string,
+    sessionKey: ToolCall.SessionKey,
     call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
   ) => Effect.Effect<boolean>
   /** `true` grants the session a tool-wide approval; `false` revokes the session's approvals of the tool. */
   readonly recordApproval: (
     toolId: string,
-    sessionKey: string,
+    sessionKey: ToolCall.SessionKey,
     approved: boolean,
     options?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
   ) => Effect.Effect<void, InvalidDuration | InvalidToolCall | PersistenceError>
   /** Revokes the session approvals of one session, or of all sessions; returns how many. */
   readonly clearApprovals: (
-    sessionKey?: string,
+    sessionKey?: ToolCall.SessionKey,
     actor?: string
   ) => Effect.Effect<number, InvalidToolCall | PersistenceError>
   /** Active session approvals of one session or all. */
   readonly sessionApprovals: (
-    sessionKey?: string
+    sessionKey?: ToolCall.SessionKey
   ) => Effect.Effect<ReadonlyArray<SessionApproval.SessionApproval>, PersistenceError>
   /**
    * Revokes one session approval. Given `sessionKey`, an approval of another session is not found

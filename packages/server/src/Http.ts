@@ -23,7 +23,14 @@
  */
 import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
-import { type ApprovalRequest, ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
+import {
+  type ApprovalRequest,
+  ApprovalStore,
+  type AuditEvent,
+  type ToolCall,
+  ToolGate,
+  ToolGateError
+} from "@tool-gate/core"
 import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
@@ -73,7 +80,7 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
 export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
-    const clear = (sessionKey: string) =>
+    const clear = (sessionKey: ToolCall.SessionKey) =>
       Effect.flatMap(Auth.approverFor(sessionKey, sessionNotFound), (approver) =>
         gate.clearApprovals(sessionKey, approver.name).pipe(
           Effect.map((cleared) => ({ sessionKey, cleared })),

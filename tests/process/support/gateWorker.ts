@@ -15,7 +15,7 @@
  *
  * DB is a SQLite file path, or a postgres:// URL (then the PostgreSQL store with LISTEN/NOTIFY).
  */
-import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Either, Redacted, Stream } from "effect"
@@ -82,7 +82,9 @@ const program = Effect.gen(function*() {
       return yield* say({ event: "raced", tally, won })
     }
     case "pending": {
-      const pending = yield* gate.pending(rest[0] !== undefined ? { sessionKey: rest[0] } : {})
+      const pending = yield* gate.pending(
+        rest[0] !== undefined ? { sessionKey: ToolCall.SessionKey.make(rest[0]) } : {}
+      )
       return yield* say({
         event: "pending",
         requestIds: pending.map((r) => r.requestId),

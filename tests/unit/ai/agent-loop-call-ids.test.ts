@@ -6,7 +6,7 @@
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
-import { ApprovalRequest, ApprovalStore, Checkpoint, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, Checkpoint, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import { describe, it } from "../../support/effectTest.js"
@@ -21,7 +21,7 @@ const Tools = Toolkit.make(
 )
 
 const agent = AgentLoop.make({ toolkit: Tools })
-const session = { sessionKey: "s-1", agentId: "release-bot" }
+const session = { sessionKey: ToolCall.SessionKey.make("s-1"), agentId: "release-bot" }
 
 const world = (stores: Stores, script: ReadonlyArray<ScriptedModel.Step>) => {
   const ran: Array<string> = []

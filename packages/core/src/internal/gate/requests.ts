@@ -110,7 +110,7 @@ export const make = (options: {
       return settled
     })
 
-  const pending = (pendingOptions?: { readonly sessionKey?: string | undefined }) =>
+  const pending = (pendingOptions?: { readonly sessionKey?: ToolCall.SessionKey | undefined }) =>
     pendingOptions?.sessionKey !== undefined && Either.isLeft(sessionKeyOf(pendingOptions.sessionKey))
       ? Effect.succeed([])
       : store.listPending(pendingOptions)
