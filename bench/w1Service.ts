@@ -4,7 +4,7 @@
  * per decision, the log tailer running). 10% of the calls are `bash`, a requireApproval tool the
  * session holds an approval for (so: allow via sessionApproval).
  */
-import { Policy, ToolGate } from "@tool-gate/core"
+import { Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { Effect } from "effect"
 import { makeCalls, policyInput } from "./w1.js"
 
@@ -20,7 +20,7 @@ export const runW1Service = (): Promise<{ decisionsPerSec: number; p50ns: number
   const mask = calls.length - 1
   const program = Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
-    yield* gate.recordApproval("bash", "session-1", true)
+    yield* gate.recordApproval("bash", ToolCall.SessionKey.make("session-1"), true)
     const check = yield* gate.evaluate(calls[0]!)
     if (check._tag !== "Allow" || check.via !== "sessionApproval") throw new Error("bash should be session-approved")
     for (let i = 0; i < 200_000; i++) yield* gate.evaluate(calls[i & mask]!)

@@ -5,7 +5,7 @@
  * durably). 10,000 sequential round trips, then 1,000 in flight at once answered by a responder
  * fiber tailing the audit log. Figures: round trips per second; p50/p99 of pause and of resume.
  */
-import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import type { Layer } from "effect"
@@ -51,7 +51,9 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     const responder = yield* gate.auditLog({ afterSeq }).pipe(
       Stream.filter((e) => e.type === "approval.requested"),
       Stream.take(CONCURRENT),
-      Stream.runForEach((e) => gate.respond(e.requestId!, { decision: "approve_once", respondedBy: "bench" })),
+      Stream.runForEach((e) =>
+        gate.respond(ApprovalRequest.RequestId.make(e.requestId!), { decision: "approve_once", respondedBy: "bench" })
+      ),
       Effect.fork
     )
     yield* Effect.forEach(

@@ -18,8 +18,8 @@
  * SQLite (a WAL file), and PostgreSQL in a fresh schema when TOOLGATE_PG_URL is set.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
-import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+import type { AuditEvent } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -39,7 +39,8 @@ const BUILDS = 5
 
 const policy = Policy.unsafeMake({ requireApproval: ["bash", "deploy"] })
 const session = (i: number) => `s-${String(i).padStart(5, "0")}`
-const TARGET = session(4242)
+const sessionKey = (i: number) => ToolCall.SessionKey.make(session(i))
+const TARGET = sessionKey(4242)
 const TOOLS = ["bash", "deploy", "read_file", "write_file", "http_get", "sql", "grep", "ls"]
 const T0 = Date.now() - EVENTS - 60_000
 const DAY = 86_400_000
@@ -66,9 +67,19 @@ const seed = Effect.gen(function*() {
   // log, sessions interleaved; every other event is a policy decision. Seqs are assigned in
   // insertion order from 1.
   type Lifecycle =
-    | { readonly kind: "request"; readonly n: number; readonly sessionKey: string; readonly answered: boolean }
+    | {
+      readonly kind: "request"
+      readonly n: number
+      readonly sessionKey: ToolCall.SessionKey
+      readonly answered: boolean
+    }
     | { readonly kind: "answer"; readonly n: number }
-    | { readonly kind: "grant"; readonly n: number; readonly sessionKey: string; readonly revoked: boolean }
+    | {
+      readonly kind: "grant"
+      readonly n: number
+      readonly sessionKey: ToolCall.SessionKey
+      readonly revoked: boolean
+    }
     | { readonly kind: "revoke"; readonly n: number }
   const lives: Array<Array<Lifecycle>> = []
   let n = 0
@@ -76,15 +87,15 @@ const seed = Effect.gen(function*() {
     lives.push([{ kind: "request", n: n++, sessionKey: TARGET, answered: false }])
   }
   for (let s = 0; s < SESSIONS; s++) {
-    if (session(s) !== TARGET) lives.push([{ kind: "request", n: n++, sessionKey: session(s), answered: false }])
+    if (session(s) !== TARGET) lives.push([{ kind: "request", n: n++, sessionKey: sessionKey(s), answered: false }])
   }
   for (let a = 0; a < ANSWERED; a++, n++) {
-    lives.push([{ kind: "request", n, sessionKey: session(a % SESSIONS), answered: true }, { kind: "answer", n }])
+    lives.push([{ kind: "request", n, sessionKey: sessionKey(a % SESSIONS), answered: true }, { kind: "answer", n }])
   }
   for (let g = 0; g < ACTIVE_APPROVALS + REVOKED_APPROVALS; g++) {
     const revoked = g >= ACTIVE_APPROVALS
     lives.push([
-      { kind: "grant", n: g, sessionKey: session(g % SESSIONS), revoked },
+      { kind: "grant", n: g, sessionKey: sessionKey(g % SESSIONS), revoked },
       ...(revoked ? [{ kind: "revoke" as const, n: g }] : [])
     ])
   }
@@ -155,12 +166,12 @@ const seed = Effect.gen(function*() {
       }
     } else if (step.kind === "request") {
       const request: ApprovalRequest.ApprovalRequest = {
-        requestId: `req-${step.n}` as ApprovalRequest.RequestId,
+        requestId: ApprovalRequest.RequestId.make(`req-${step.n}`),
         toolCall: {
-          id: `call-r${step.n}` as never,
+          id: ToolCall.ToolCallId.make(`call-r${step.n}`),
           name: "bash",
           args: { command: `make target-${step.n}`, cwd: "/repo" },
-          sessionKey: step.sessionKey as never
+          sessionKey: step.sessionKey
         },
         argsDigest: `digest-${step.n}`,
         rule: { id: "requireApproval[0]", source: "requireApproval" },
@@ -235,8 +246,8 @@ const seed = Effect.gen(function*() {
     } else if (step.kind === "grant") {
       const tool = TOOLS[step.n % 2]!
       const approval: SessionApproval.SessionApproval = {
-        id: `sa-${step.n}` as SessionApproval.SessionApprovalId,
-        sessionKey: step.sessionKey as never,
+        id: SessionApproval.SessionApprovalId.make(`sa-${step.n}`),
+        sessionKey: step.sessionKey,
         toolName: tool,
         scope: step.n % 2 === 0 ? "tool" : "exact",
         ...(step.n % 2 === 0 ? {} : { argsDigest: `digest-sa-${step.n}`, args: `{"command":"make ${step.n}"}` }),

@@ -8,11 +8,11 @@
  * Run: npm run demo:memory (the agent demo, across processes on SQLite, is `npm run demo`)
  */
 import { NodeFileSystem } from "@effect/platform-node"
-import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { Console, Effect, Fiber, Layer, Stream } from "effect"
 import { auditTrail } from "./printAudit.js"
 
-const sessionKey = "demo-session"
+const sessionKey = ToolCall.SessionKey.make("demo-session")
 
 const tools: Record<string, (args: Record<string, unknown>) => string> = {
   read_file: (args) => `<contents of ${String(args.path)}>`,
@@ -61,10 +61,13 @@ const operator = (gate: ToolGate.Service) =>
         switch (event.toolName) {
           case "bash":
             yield* Console.log("human  : approve bash for this session (same command only)")
-            return yield* gate.respond(event.requestId!, { decision: "approve_session", respondedBy: "ana" })
+            return yield* gate.respond(ApprovalRequest.RequestId.make(event.requestId!), {
+              decision: "approve_session",
+              respondedBy: "ana"
+            })
           case "mcp__github__create_issue":
             yield* Console.log("human  : deny, with a reason for the model")
-            return yield* gate.respond(event.requestId!, {
+            return yield* gate.respond(ApprovalRequest.RequestId.make(event.requestId!), {
               decision: "deny",
               reason: "File it in the tracker's triage board instead.",
               respondedBy: "ana"

@@ -1,5 +1,5 @@
 // The README's quick start, kept runnable: `bun examples/quickstart.ts`.
-import { Policy, ToolGate } from "@tool-gate/core"
+import { Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { Effect, Fiber } from "effect"
 
 const policy = Policy.unsafeMake({
@@ -10,7 +10,8 @@ const policy = Policy.unsafeMake({
 
 const program = Effect.gen(function*() {
   const gate = yield* ToolGate.ToolGate
-  const call = { id: "call-1", name: "bash", args: { command: "npm test" }, sessionKey: "s-1" }
+  const sessionKey = ToolCall.SessionKey.make("s-1")
+  const call = { id: "call-1", name: "bash", args: { command: "npm test" }, sessionKey }
 
   // The agent's side: gate() runs the tool once allowed, waiting for a human if needed.
   const agent = yield* Effect.fork(
@@ -18,7 +19,7 @@ const program = Effect.gen(function*() {
   )
 
   // The human's side (any process sharing the store could do this).
-  const [request] = yield* Effect.repeat(gate.pending({ sessionKey: "s-1" }), {
+  const [request] = yield* Effect.repeat(gate.pending({ sessionKey }), {
     until: (pending) => pending.length > 0
   })
   yield* gate.respond(request!.requestId, { decision: "approve_session", respondedBy: "ana" })

@@ -9,7 +9,7 @@
  */
 import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
-import { type ApprovalRequest, ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+import { type ApprovalRequest, ApprovalStore, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Cause, Console, Effect, Exit, Layer, Option, Schema } from "effect"
@@ -35,7 +35,7 @@ const Release = Workflow.make({
   idempotencyKey: ({ env, version }) => `${version}@${env}`
 })
 
-const sessionOf = (executionId: string) => `release-${executionId.slice(0, 8)}`
+const sessionOf = (executionId: string) => ToolCall.SessionKey.make(`release-${executionId.slice(0, 8)}`)
 
 const tool = (line: string, result: string) => Effect.as(Console.log(`  tool   < ${line}`), result)
 
@@ -68,7 +68,7 @@ const Live = ReleaseLive.pipe(
 )
 
 // The human's side: a gate of its own on the same file, as the CLI or the HTTP server would be.
-const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
+const answer = (requestId: ApprovalRequest.RequestId, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
   Effect.flatMap(ToolGate.ToolGate, (gate) => gate.respond(requestId, response)).pipe(
     Effect.provide(ToolGateSqlite.layer({ filename: db, policy })),
     Effect.scoped

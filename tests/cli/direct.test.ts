@@ -267,6 +267,10 @@ describe("toolgate on the SQLite file", () => {
       [["deny", `${id}\u001b[2J`, ...db], "the id must not contain control characters, got \"" + id + "\\u001b[2J\""],
       [["deny", id, ...db, "--actor", "ana\u001b[8m"], "--actor must not contain control characters"],
       [["deny", id, ...db, "--actor", " "], "--actor must not be blank"],
+      // decoded as a session key before anything is read: a key no call can have is a usage error
+      [["pending", ...db, "--session", "s1\u009b2J"], "--session must not contain control characters"],
+      [["approvals", "list", ...db, "--session", "k".repeat(401)], "--session"],
+      [["demo", "agent", "--resume", "cp_not-a-token"], "cp_not-a-token"],
       [["extend", id, ...db, "--ttl", "1s\u001b]0;x\u0007\napproved"], "got \"1s\\u001b]0;x\\u0007\\napproved\""],
       [["pending", "--server", "ftp://example.com"], "--server must be an http:// or https:// URL"],
       // @effect/cli's own message quotes the value: one escaped line, no forged second line

@@ -4,6 +4,7 @@
  * two tabs, live updates through the audit stream, expiry, tokens.
  */
 import type { ApprovalRequest, AuditEvent } from "@tool-gate/core"
+import { ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Schedule } from "effect"
 import { bash, paused, startServer, type TestServer } from "../server/support/server.js"
@@ -47,7 +48,7 @@ describeBrowser("web console", (it) => {
       }
       expect(yield* ui(() => page.locator("#pending-count").textContent())).toBe("31 pending")
 
-      const [first] = yield* server.gate.pending({ sessionKey: "s-b" })
+      const [first] = yield* server.gate.pending({ sessionKey: ToolCall.SessionKey.make("s-b") })
       const text = yield* ui(() => card(page, first!.requestId).innerText())
       expect(text).toContain("bash")
       expect(text).toContain(`"command": "echo c0"`)

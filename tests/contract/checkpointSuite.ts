@@ -2,7 +2,7 @@
  * Checkpoint scenarios, run against every store (memory, SQLite, PostgreSQL) on the TestClock.
  */
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import { Checkpoint, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, Checkpoint, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Either, Layer, Schema, type Scope, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
@@ -104,13 +104,20 @@ export const checkpointSuite = <E>(
         const checkpoints = yield* Checkpoint.Checkpoints
         const requestId = yield* pause(bash("c1"))
         expect((yield* failure(checkpoints.save(Turn, [], { messages: [], step: 0 })))._tag).toBe("CheckpointInvalid")
-        expect((yield* failure(checkpoints.save(Turn, ["req_missing"], { messages: [], step: 0 })))._tag).toBe(
+        expect(
+          (yield* failure(
+            checkpoints.save(Turn, [ApprovalRequest.RequestId.make("req_missing")], { messages: [], step: 0 })
+          ))._tag
+        ).toBe(
           "RequestNotFound"
         )
         const invalid = yield* failure(checkpoints.save(Turn, [requestId], { messages: "nope", step: 0 } as never))
         expect(invalid._tag).toBe("CheckpointInvalid")
         expect((yield* failure(checkpoints.find(requestId)))._tag).toBe("CheckpointNotFound")
-        expect((yield* failure(checkpoints.resume(Turn, "cp_00000000-0000-0000-0000-000000000000")))._tag).toBe(
+        expect(
+          (yield* failure(checkpoints.resume(Turn, Checkpoint.Token.make("cp_00000000-0000-0000-0000-000000000000"))))
+            ._tag
+        ).toBe(
           "CheckpointNotFound"
         )
         const token = yield* checkpoints.save(Turn, [requestId], { messages: [], step: 0 })

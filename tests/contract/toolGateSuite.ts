@@ -102,7 +102,7 @@ export const toolGateSuite = <E>(
           const gate = yield* ToolGate.ToolGate
           const c = call("c1", "bash", "s1", { command: "ls" })
           const decision = yield* gate.evaluate(c)
-          yield* gate.recordApproval("bash", "s1", true)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
           expect(yield* gate.createApprovalRequest(decision, c)).toBeUndefined()
           const allowed = yield* gate.evaluate(call("c2", "ls"))
           expect(yield* gate.createApprovalRequest(allowed, call("c2", "ls"))).toBeUndefined()
@@ -112,29 +112,29 @@ export const toolGateSuite = <E>(
       test("hasApproval: false before, true after recordApproval(true), false after recordApproval(false)", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
-          expect(yield* gate.hasApproval("bash", "s1")).toBe(false)
-          yield* gate.recordApproval("bash", "s1", true)
-          expect(yield* gate.hasApproval("bash", "s1")).toBe(true)
-          expect(yield* gate.hasApproval("BASH", "s1")).toBe(true)
-          yield* gate.recordApproval("bash", "s1", false)
-          expect(yield* gate.hasApproval("bash", "s1")).toBe(false)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s1"))).toBe(false)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s1"))).toBe(true)
+          expect(yield* gate.hasApproval("BASH", ToolCall.SessionKey.make("s1"))).toBe(true)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), false)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s1"))).toBe(false)
           expect((yield* gate.evaluate(call("c1", "bash")))._tag).toBe("RequireApproval")
         }))
 
       test("clearApprovals clears one session, then all", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
-          yield* gate.recordApproval("bash", "s1", true)
-          yield* gate.recordApproval("deploy", "s1", true)
-          yield* gate.recordApproval("bash", "s2", true)
-          yield* gate.recordApproval("bash", "s3", true)
-          expect(yield* gate.clearApprovals("s1")).toBe(2)
-          expect(yield* gate.hasApproval("bash", "s1")).toBe(false)
-          expect(yield* gate.hasApproval("deploy", "s1")).toBe(false)
-          expect(yield* gate.hasApproval("bash", "s2")).toBe(true)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+          yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s2"), true)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s3"), true)
+          expect(yield* gate.clearApprovals(ToolCall.SessionKey.make("s1"))).toBe(2)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s1"))).toBe(false)
+          expect(yield* gate.hasApproval("deploy", ToolCall.SessionKey.make("s1"))).toBe(false)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s2"))).toBe(true)
           expect(yield* gate.clearApprovals()).toBe(2)
-          expect(yield* gate.hasApproval("bash", "s2")).toBe(false)
-          expect(yield* gate.hasApproval("bash", "s3")).toBe(false)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s2"))).toBe(false)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s3"))).toBe(false)
           expect(yield* gate.sessionApprovals()).toHaveLength(0)
           const cleared = (yield* gate.auditLog().pipe(Stream.take(6), Stream.runCollect)).pipe(Chunk.toArray)
             .filter((e) => e.type === "approvals.cleared")
@@ -144,13 +144,13 @@ export const toolGateSuite = <E>(
       test("an approval does not carry across sessions", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
-          yield* gate.recordApproval("bash", "s1", true)
+          yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
           expect((yield* gate.evaluate(call("c1", "bash", "s1")))._tag).toBe("Allow")
           expect((yield* gate.evaluate(call("c1", "bash", "s2")))._tag).toBe("RequireApproval")
           const pause = asPause(yield* gate.authorize(call("c2", "bash", "s2", { command: "x" })))
           yield* gate.respond(pause.requestId, { decision: "approve_session", scope: "tool" })
-          expect(yield* gate.hasApproval("bash", "s2")).toBe(true)
-          expect(yield* gate.hasApproval("bash", "s3")).toBe(false)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s2"))).toBe(true)
+          expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("s3"))).toBe(false)
           expect((yield* gate.evaluate(call("c3", "bash", "s3")))._tag).toBe("RequireApproval")
         }))
 
@@ -287,8 +287,12 @@ export const toolGateSuite = <E>(
           )
           const all = yield* waitForPending(gate, 5)
           expect(all.map(callId)).toEqual(["a1", "a2", "a3", "a4", "a5"])
-          expect((yield* gate.pending({ sessionKey: "s1" })).map(callId)).toEqual(["a1", "a2", "a5"])
-          expect((yield* gate.pending({ sessionKey: "s2" })).map(callId)).toEqual(["a3"])
+          expect((yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("s1") })).map(callId)).toEqual([
+            "a1",
+            "a2",
+            "a5"
+          ])
+          expect((yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("s2") })).map(callId)).toEqual(["a3"])
           const byId = new Map(all.map((r) => [callId(r), r.requestId]))
           yield* gate.respond(byId.get("a4")!, { decision: "approve_once" })
           yield* gate.respond(byId.get("a2")!, { decision: "deny", reason: "no" })
@@ -428,9 +432,9 @@ export const toolGateSuite = <E>(
           const gate = yield* ToolGate.ToolGate
           const a = asPause(yield* gate.authorize(call("c1", "bash", "s1", { command: "ls" })))
           yield* gate.respond(a.requestId, { decision: "approve_session", respondedBy: "ana" })
-          yield* gate.recordApproval("deploy", "s1", true, { grantedBy: "bo" })
-          yield* gate.recordApproval("deploy", "s2", true)
-          const listed = yield* gate.sessionApprovals("s1")
+          yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { grantedBy: "bo" })
+          yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s2"), true)
+          const listed = yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))
           expect(listed.map((x) => [x.toolName, x.scope, x.grantedBy])).toEqual([["bash", "exact", "ana"], [
             "deploy",
             "tool",
@@ -439,7 +443,9 @@ export const toolGateSuite = <E>(
           const revoked = yield* gate.revokeApproval(listed[0]!.id, { actor: "ops" })
           expect(revoked.revokedAt).toBeDefined()
           expect((yield* gate.evaluate(call("c2", "bash", "s1", { command: "ls" })))._tag).toBe("RequireApproval")
-          expect((yield* gate.sessionApprovals("s1")).map((x) => x.toolName)).toEqual(["deploy"])
+          expect((yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))).map((x) => x.toolName)).toEqual([
+            "deploy"
+          ])
           expect((yield* expectFailure(gate.revokeApproval(listed[0]!.id)))._tag).toBe("SessionApprovalNotFound")
           expect(yield* gate.sessionApprovals()).toHaveLength(2)
         }))
@@ -457,7 +463,7 @@ export const toolGateSuite = <E>(
       test("a deny rule wins over a session approval", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
-          yield* gate.recordApproval("write_file", "s1", true)
+          yield* gate.recordApproval("write_file", ToolCall.SessionKey.make("s1"), true)
           expect((yield* gate.evaluate(call("c1", "write_file", "s1", { path: "/tmp/x" })))._tag).toBe("Allow")
           expect(yield* gate.evaluate(call("c2", "write_file", "s1", { path: "/etc/passwd" }))).toMatchObject({
             _tag: "Deny",
@@ -631,13 +637,14 @@ export const toolGateSuite = <E>(
       test("unknown request ids", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate
+          const nope = ApprovalRequest.RequestId.make("req_nope")
           const before = yield* snapshot
-          expect((yield* expectFailure(gate.respond("req_nope", { decision: "approve_once" })))._tag).toBe(
+          expect((yield* expectFailure(gate.respond(nope, { decision: "approve_once" })))._tag).toBe(
             "RequestNotFound"
           )
-          expect((yield* expectFailure(gate.awaitDecision("req_nope")))._tag).toBe("RequestNotFound")
-          expect((yield* expectFailure(gate.resume("req_nope")))._tag).toBe("RequestNotFound")
-          expect((yield* expectFailure(gate.extend("req_nope", "1 minute")))._tag).toBe("RequestNotFound")
+          expect((yield* expectFailure(gate.awaitDecision(nope)))._tag).toBe("RequestNotFound")
+          expect((yield* expectFailure(gate.resume(nope)))._tag).toBe("RequestNotFound")
+          expect((yield* expectFailure(gate.extend(nope, "1 minute")))._tag).toBe("RequestNotFound")
           expect(yield* snapshot).toEqual(before)
         }))
 
@@ -672,7 +679,7 @@ export const toolGateSuite = <E>(
           const error = yield* expectFailure(gate.respond(pause.requestId, { decision: "approve_session" }))
           expect(error._tag).toBe("RequestExpired")
           expect(yield* snapshot).toEqual(before)
-          expect(yield* gate.hasApproval("deploy", "s1")).toBe(false)
+          expect(yield* gate.hasApproval("deploy", ToolCall.SessionKey.make("s1"))).toBe(false)
         }))
     })
 

@@ -6,7 +6,7 @@
  * - non-finite or out-of-range durations are refused with a typed error and change nothing
  *   (high 2): `extend`, `recordApproval({ ttl })`, `respond({ sessionTtlMs })`.
  */
-import { type AuditEvent, PauseSignal, Policy, type ToolGate } from "@tool-gate/core"
+import { type AuditEvent, PauseSignal, Policy, ToolCall, type ToolGate } from "@tool-gate/core"
 import { describe, expect } from "bun:test"
 import { Duration, Effect, Either } from "effect"
 import { it } from "../support/effectTest.js"
@@ -56,7 +56,7 @@ const suite = (backend: Backend) => {
           const deploy = { id: "c3", name: "deploy", sessionKey: "s1", args: { env: "prod", replicas: 3 } }
           yield* gate.authorize(ls)
           yield* Effect.either(gate.authorize(rm))
-          yield* gate.recordApproval("deploy", "s1", true)
+          yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true)
           yield* gate.authorize(deploy)
           yield* gate.evaluate({ ...ls, id: "c4" })
           const decisions = (yield* events).filter((e) => e.type === "decision")
@@ -79,7 +79,7 @@ const suite = (backend: Backend) => {
           const first = { decision: "approve_session", scope: "tool", respondedBy: "ana" } as const
           yield* gate.respond(paused.requestId, first)
           const before = yield* lastSeq
-          const grants = yield* gate.sessionApprovals("s1")
+          const grants = yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))
           for (
             const second of [
               { decision: "approve_session", scope: "exact", sessionTtlMs: 1000, respondedBy: "ana" },
@@ -94,7 +94,7 @@ const suite = (backend: Backend) => {
           const again = yield* gate.respond(paused.requestId, first)
           expect(again.status).toBe("approved")
           expect(yield* lastSeq).toBe(before)
-          expect(yield* gate.sessionApprovals("s1")).toEqual(grants)
+          expect(yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))).toEqual(grants)
           expect(grants).toHaveLength(1)
           expect(grants[0]).toMatchObject({ scope: "tool", toolName: "deploy" })
           expect(grants[0]!.expiresAt).toBeUndefined()
@@ -145,12 +145,12 @@ const suite = (backend: Backend) => {
         Effect.gen(function*() {
           const before = yield* lastSeq
           for (const ttl of [Duration.infinity, Duration.days(366)]) {
-            const error = yield* failureOf(gate.recordApproval("deploy", "s1", true, { ttl }))
+            const error = yield* failureOf(gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { ttl }))
             expect(tagOf(error)).toBe("InvalidDuration")
           }
           expect(yield* lastSeq).toBe(before)
           expect(yield* gate.sessionApprovals()).toEqual([])
-          expect(yield* gate.hasApproval("deploy", "s1")).toBe(false)
+          expect(yield* gate.hasApproval("deploy", ToolCall.SessionKey.make("s1"))).toBe(false)
           expect(PauseSignal.isPauseSignal(yield* gate.authorize({ id: "c1", name: "deploy", sessionKey: "s1" }))).toBe(
             true
           )

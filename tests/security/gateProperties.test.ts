@@ -25,7 +25,7 @@
  * replay with TOOLGATE_FC_SEED=<seed>; TOOLGATE_FC_SHRINK=1 shrinks the counterexample (slow on SQL).
  */
 import {
-  type ApprovalRequest,
+  ApprovalRequest,
   type AuditEvent,
   PauseSignal,
   Policy,
@@ -183,12 +183,12 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
           return call(gate, s)
         case "respond":
           return Effect.gen(function*() {
-            const pending = (yield* gate.pending()).map((r) => r.requestId as string)
+            const pending = (yield* gate.pending()).map((r) => r.requestId)
             pending.forEach((id) => known.add(id))
             const target = pending.length > 0 ? pick(pending, s.pick) : pick([...known], s.pick)
             if (target === undefined) return
             const approving = s.decision !== "deny"
-            yield* gate.respond(target, {
+            yield* gate.respond(ApprovalRequest.RequestId.make(target), {
               decision: s.decision,
               respondedBy: `op-${s.gate}`,
               ...(s.decision === "approve_session" && s.scope !== undefined ? { scope: s.scope } : {}),
@@ -206,9 +206,12 @@ const execute = (gates: Gates, steps: ReadonlyArray<Step>) =>
               : Effect.asVoid(gate.revokeApproval(target.id, { actor: `op-${s.gate}` }))
           })
         case "clear":
-          return gate.clearApprovals(s.session, `op-${s.gate}`)
+          return gate.clearApprovals(
+            s.session === undefined ? undefined : ToolCall.SessionKey.make(s.session),
+            `op-${s.gate}`
+          )
         case "record":
-          return gate.recordApproval(s.tool, s.session, s.approved, {
+          return gate.recordApproval(s.tool, ToolCall.SessionKey.make(s.session), s.approved, {
             grantedBy: `op-${s.gate}`,
             ...(s.ttlMs !== undefined ? { ttl: s.ttlMs } : {})
           })
@@ -421,7 +424,7 @@ const property = (backend: Backend) =>
       for (const e of events) if (e.type === "approval.requested") ids.add(e.requestId!)
       const requests = new Map<string, ApprovalRequest.ApprovalRequest>()
       for (const id of ids) {
-        const found = yield* gates.store.getRequest(id as ApprovalRequest.RequestId)
+        const found = yield* gates.store.getRequest(ApprovalRequest.RequestId.make(id))
         if (Option.isSome(found)) requests.set(id, found.value)
       }
       expect(violations(policy, seen, events, grants, requests)).toEqual([])

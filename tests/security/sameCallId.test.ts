@@ -9,7 +9,7 @@
  * Every scenario runs on memory, SQLite and PostgreSQL (skipped, and said so, without
  * `TOOLGATE_PG_URL`), with one gate and with two gates (two connections) on one store.
  */
-import { PauseSignal, Policy, type ToolCall, type ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, PauseSignal, Policy, ToolCall, type ToolGate } from "@tool-gate/core"
 import { describe, expect } from "bun:test"
 import { Effect, Either } from "effect"
 import { it } from "../support/effectTest.js"
@@ -109,9 +109,13 @@ const raceSuite = (backend: Backend, rounds: number) => {
             expect(["paused/refused", "refused/paused"]).toContain(shape)
             const [winner, paused] = lsOut._tag === "paused" ? [ls, lsOut] : [rm, rmOut as Outcome]
             const loser = winner === ls ? rm : ls
-            const request = yield* g.a.getRequest((paused as { requestId: string }).requestId)
+            const request = yield* g.a.getRequest(
+              ApprovalRequest.RequestId.make((paused as { requestId: string }).requestId)
+            )
             expect(argsOf(request.toolCall)).toBe(argsOf(winner))
-            const pending = (yield* g.a.pending({ sessionKey: "s1" })).filter((r) => r.toolCall.id === id)
+            const pending = (yield* g.a.pending({ sessionKey: ToolCall.SessionKey.make("s1") })).filter((r) =>
+              r.toolCall.id === id
+            )
             expect(pending.map((r) => r.requestId)).toEqual([request.requestId])
             const own = eventsOf(yield* g.store.events({ sessionKey: "s1" }), "s1", id)
             expect(own.filter((e) => e.type === "approval.requested")).toHaveLength(1)

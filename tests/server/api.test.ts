@@ -2,6 +2,7 @@
  * The approval API's happy paths against a real server on loopback over a SQLite file: every
  * endpoint once, answers waking gate waiters, double answers, expiry and the documentation.
  */
+import { ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Either, Fiber } from "effect"
 import { describe, it } from "../support/effectTest.js"
@@ -192,19 +193,19 @@ describe("HTTP approval API", () => {
       expect(listed.status).toBe(200)
       expect(listed.json).toHaveLength(1)
       expect(listed.json[0]).toMatchObject({ sessionKey: "s1", toolName: "bash", scope: "tool", grantedBy: "ana" })
-      expect(yield* server.gate.hasApproval("bash", "s1")).toBe(true)
+      expect(yield* server.gate.hasApproval("bash", ToolCall.SessionKey.make("s1"))).toBe(true)
 
       const revoked = yield* server.request("DELETE", `/sessions/s1/approvals/${listed.json[0].id}`)
       expect(revoked.status).toBe(200)
       expect(revoked.json.revokedAt).toBeNumber()
       expect((yield* server.request("GET", "/sessions/s1/approvals")).json).toEqual([])
-      expect(yield* server.gate.hasApproval("bash", "s1")).toBe(false)
+      expect(yield* server.gate.hasApproval("bash", ToolCall.SessionKey.make("s1"))).toBe(false)
 
-      yield* server.gate.recordApproval("bash", "s1", true)
-      yield* server.gate.recordApproval("deploy", "s1", true)
+      yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+      yield* server.gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true)
       const cleared = yield* server.request("DELETE", "/sessions/s1/approvals")
       expect(cleared.json).toEqual({ sessionKey: "s1", cleared: 2 })
-      yield* server.gate.recordApproval("bash", "s1", true)
+      yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
       const clearedByPost = yield* server.request("POST", "/sessions/s1/clear")
       expect(clearedByPost.json).toEqual({ sessionKey: "s1", cleared: 1 })
       const [clear] = yield* server.store.events({ sessionKey: "s1", outcome: "cleared" })

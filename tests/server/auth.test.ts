@@ -4,6 +4,7 @@
  * `team-a-*` neither sees nor answers `team-b-1`), against a real server.
  */
 import { NodeFileSystem } from "@effect/platform-node"
+import { ToolCall } from "@tool-gate/core"
 import { Auth } from "@tool-gate/server"
 import { expect, test } from "bun:test"
 import { ConfigProvider, Effect, Either, Redacted } from "effect"
@@ -111,7 +112,7 @@ describe("roles and session patterns over HTTP", () => {
     Effect.gen(function*() {
       const server = yield* startServer()
       const requestId = yield* paused(server.gate, bash("s1", "c1"))
-      yield* server.gate.recordApproval("bash", "s2", true)
+      yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("s2"), true)
       const reads = [
         "/approvals/pending",
         `/approvals/${requestId}`,
@@ -130,7 +131,7 @@ describe("roles and session patterns over HTTP", () => {
         message: "Token \"audit-bot\" has the auditor role; answering needs the approver role"
       })
       expect((yield* server.gate.getRequest(requestId)).status).toBe("pending")
-      expect(yield* server.gate.hasApproval("bash", "s2")).toBe(true)
+      expect(yield* server.gate.hasApproval("bash", ToolCall.SessionKey.make("s2"))).toBe(true)
     }))
 
   it.live("a token for team-a-* neither sees nor answers team-b-1", () =>
@@ -138,7 +139,7 @@ describe("roles and session patterns over HTTP", () => {
       const server = yield* startServer()
       const a = yield* paused(server.gate, bash("team-a-1", "c1"))
       const b = yield* paused(server.gate, bash("team-b-1", "c2"))
-      yield* server.gate.recordApproval("bash", "team-b-1", true)
+      yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("team-b-1"), true)
 
       const pending = yield* server.request("GET", "/approvals/pending", { token: "teamA" })
       expect(pending.json.map((r: { requestId: string }) => r.requestId)).toEqual([a])
@@ -149,7 +150,7 @@ describe("roles and session patterns over HTTP", () => {
       })
       expect(refused.status).toBe(404)
       expect((yield* server.gate.getRequest(b)).status).toBe("pending")
-      expect(yield* server.gate.hasApproval("bash", "team-b-1")).toBe(true)
+      expect(yield* server.gate.hasApproval("bash", ToolCall.SessionKey.make("team-b-1"))).toBe(true)
 
       const answered = yield* server.request("POST", `/approvals/${a}/respond`, {
         token: "teamA",
@@ -170,8 +171,8 @@ describe("roles and session patterns over HTTP", () => {
     Effect.gen(function*() {
       const server = yield* startServer()
       const hidden = yield* paused(server.gate, bash("team-b-1", "c1"))
-      yield* server.gate.recordApproval("bash", "team-b-1", true)
-      const [grant] = yield* server.gate.sessionApprovals("team-b-1")
+      yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("team-b-1"), true)
+      const [grant] = yield* server.gate.sessionApprovals(ToolCall.SessionKey.make("team-b-1"))
       const missing = { request: "req_0000000000000000missing", grant: "sa_0000000000000000missing" }
       /** The same call on what exists in team-b-1 and on what exists nowhere: status and body alike. */
       const same = (
@@ -216,7 +217,7 @@ describe("roles and session patterns over HTTP", () => {
       yield* same("GET", ({ session }) => `/audit?sessionKey=${session}`)
       yield* same("GET", ({ session }) => `/audit/stream?sessionKey=${session}`)
       expect((yield* server.gate.getRequest(hidden)).status).toBe("pending")
-      expect(yield* server.gate.hasApproval("bash", "team-b-1")).toBe(true)
+      expect(yield* server.gate.hasApproval("bash", ToolCall.SessionKey.make("team-b-1"))).toBe(true)
     }))
 
   it.live("a limited token's audit query pages past other sessions to fill its limit", () =>

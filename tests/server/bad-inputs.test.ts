@@ -4,6 +4,7 @@
  * requests, no token, a bad token, the auditor role answering, and a token for another session.
  * Every row changes nothing, so they share one server; each says what a client sees.
  */
+import { ApprovalRequest, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Context, Effect, Layer } from "effect"
 import { describe, layer } from "../support/effectTest.js"
@@ -43,8 +44,8 @@ const FixtureLive = Layer.scoped(
     yield* server.gate.respond(approved, { decision: "approve_once", respondedBy: "ana" })
     const expired = yield* paused(server.gate, { id: "q1", name: "quick", sessionKey: "s1" })
     yield* server.gate.awaitDecision(expired)
-    yield* server.gate.recordApproval("bash", "s1", true)
-    const [grant] = yield* server.gate.sessionApprovals("s1")
+    yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+    const [grant] = yield* server.gate.sessionApprovals(ToolCall.SessionKey.make("s1"))
     return { server, ids: { pending, teamB, expired, approved, grant: grant!.id } }
   })
 )
@@ -479,9 +480,11 @@ layer(FixtureLive)("bad inputs", (it) => {
   it.live("nothing above changed anything", () =>
     Effect.gen(function*() {
       const { ids, server } = yield* Fixture
-      expect((yield* server.gate.getRequest(ids.pending)).status).toBe("pending")
-      expect((yield* server.gate.getRequest(ids.teamB)).status).toBe("pending")
-      expect((yield* server.gate.sessionApprovals("s1")).map((a) => String(a.id))).toEqual([ids.grant])
+      expect((yield* server.gate.getRequest(ApprovalRequest.RequestId.make(ids.pending))).status).toBe("pending")
+      expect((yield* server.gate.getRequest(ApprovalRequest.RequestId.make(ids.teamB))).status).toBe("pending")
+      expect((yield* server.gate.sessionApprovals(ToolCall.SessionKey.make("s1"))).map((a) => String(a.id))).toEqual([
+        ids.grant
+      ])
       const events = yield* server.store.events()
       expect(events.filter((e) => e.type === "approval.resolved" || e.type === "approval.extended")).toHaveLength(1)
     }))

@@ -3,6 +3,7 @@
  * before any handler acts on it: a revoke or a clear sent that way changes nothing. Sent over a
  * raw socket, since `fetch` only writes well-formed chunks.
  */
+import { ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect } from "effect"
 import { connect } from "node:net"
@@ -47,11 +48,12 @@ describe("a body that cannot be read changes nothing", () => {
     it.live(`${method} ${path(":id")} with a malformed chunked body`, () =>
       Effect.gen(function*() {
         const server = yield* startServer()
-        yield* server.gate.recordApproval("bash", "s1", true)
-        const [grant] = yield* server.gate.sessionApprovals("s1")
+        yield* server.gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+        const [grant] = yield* server.gate.sessionApprovals(ToolCall.SessionKey.make("s1"))
         const answer = yield* raw(server.url, malformed(method, path(grant!.id), new URL(server.url).host), badChunks)
         expect(answer).toStartWith("HTTP/1.1 400")
-        expect((yield* server.gate.sessionApprovals("s1")).map((approval) => approval.id)).toEqual([grant!.id])
+        expect((yield* server.gate.sessionApprovals(ToolCall.SessionKey.make("s1"))).map((approval) => approval.id))
+          .toEqual([grant!.id])
       }))
   }
 })

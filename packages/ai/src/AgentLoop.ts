@@ -208,7 +208,7 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
    * one that lost it stops with `CheckpointClaimed` before its next model turn or tool call.
    */
   readonly resume: (
-    token: string,
+    token: Checkpoint.Token,
     options?: Checkpoint.ResumeOptions
   ) => Effect.Effect<Result, Error<Tools> | ResumeError | E, Requirements<Tools> | R>
 }
@@ -399,7 +399,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
   const run = (prompt: Prompt.RawInput, session: ToolCall.CallContext) =>
     Effect.flatMap(resolveToolkit, (toolkit) => continueFrom(toolkit, session, Prompt.make(prompt), 0, Effect.void))
 
-  const resume = (token: string, resumeOptions?: Checkpoint.ResumeOptions) =>
+  const resume = (token: Checkpoint.Token, resumeOptions?: Checkpoint.ResumeOptions) =>
     Effect.gen(function*() {
       const toolkit = yield* resolveToolkit
       const checkpoints = yield* Checkpoint.Checkpoints

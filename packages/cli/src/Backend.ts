@@ -22,6 +22,7 @@ import {
   type AuditEvent,
   type Policy,
   type SessionApproval,
+  type ToolCall,
   ToolGate
 } from "@tool-gate/core"
 import type { Api, Auth } from "@tool-gate/server"
@@ -68,7 +69,7 @@ export type Answer = Omit<ApprovalRequest.ApprovalResponse, "respondedBy">
  */
 export interface AuditOptions {
   readonly afterSeq?: number | undefined
-  readonly sessionKey?: string | undefined
+  readonly sessionKey?: ToolCall.SessionKey | undefined
   /** replay, then keep tailing new events until interrupted */
   readonly follow: boolean
 }
@@ -81,16 +82,25 @@ export interface Service {
   /** what the commands act on, for messages: the file or the server URL */
   readonly target: string
   readonly pending: (
-    sessionKey: string | undefined
+    sessionKey: ToolCall.SessionKey | undefined
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, BackendError>
-  readonly respond: (requestId: string, answer: Answer) => Effect.Effect<ApprovalRequest.ApprovalRequest, BackendError>
-  readonly extend: (requestId: string, ttlMs: number) => Effect.Effect<ApprovalRequest.ApprovalRequest, BackendError>
+  readonly respond: (
+    requestId: ApprovalRequest.RequestId,
+    answer: Answer
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, BackendError>
+  readonly extend: (
+    requestId: ApprovalRequest.RequestId,
+    ttlMs: number
+  ) => Effect.Effect<ApprovalRequest.ApprovalRequest, BackendError>
   readonly sessionApprovals: (
-    sessionKey: string
+    sessionKey: ToolCall.SessionKey
   ) => Effect.Effect<ReadonlyArray<SessionApproval.SessionApproval>, BackendError>
-  readonly revoke: (sessionKey: string, id: string) => Effect.Effect<SessionApproval.SessionApproval, BackendError>
+  readonly revoke: (
+    sessionKey: ToolCall.SessionKey,
+    id: SessionApproval.SessionApprovalId
+  ) => Effect.Effect<SessionApproval.SessionApproval, BackendError>
   /** revokes every session approval of the session; returns how many */
-  readonly clear: (sessionKey: string) => Effect.Effect<number, BackendError>
+  readonly clear: (sessionKey: ToolCall.SessionKey) => Effect.Effect<number, BackendError>
   readonly audit: (options: AuditOptions) => Stream.Stream<AuditEvent.AuditEvent, BackendError>
 }
 

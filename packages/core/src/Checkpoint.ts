@@ -21,7 +21,7 @@
  *     checkpoints.save(AgentTurn, [signal.requestId], { messages })
  *   )
  *
- * const later = (token: string) =>
+ * const later = (token: Checkpoint.Token) =>
  *   Effect.gen(function*() {
  *     const checkpoints = yield* Checkpoint.Checkpoints
  *     const resumed = yield* checkpoints.resume(AgentTurn, token)
@@ -33,7 +33,7 @@
  * @since 0.1.0
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import type { ApprovalRequest, RequestId } from "./ApprovalRequest.js"
+import { type ApprovalRequest, RequestId } from "./ApprovalRequest.js"
 import type { ApprovalStore } from "./ApprovalStore.js"
 import * as CheckpointStore from "./CheckpointStore.js"
 import { canonicalJson } from "./internal/canonical.js"
@@ -141,11 +141,11 @@ export interface Service {
    */
   readonly save: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>,
-    requestIds: ReadonlyArray<RequestId | string>,
+    requestIds: ReadonlyArray<RequestId>,
     state: Schema.Schema.Type<S>
   ) => Effect.Effect<Token, RequestNotFound | CheckpointInvalid | PersistenceError, Schema.Schema.Context<S>>
   /** The token of the checkpoint that waits for this request. */
-  readonly find: (requestId: string) => Effect.Effect<Token, CheckpointNotFound | PersistenceError>
+  readonly find: (requestId: RequestId) => Effect.Effect<Token, CheckpointNotFound | PersistenceError>
   /**
    * Once every request is answered or expired: claims the checkpoint with a lease and returns
    * the state and the resolutions. Fails with `RequestPending` while any request is unanswered
@@ -154,7 +154,7 @@ export interface Service {
    */
   readonly resume: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>,
-    token: string,
+    token: Token,
     options?: ResumeOptions
   ) => Effect.Effect<
     Resumed<Schema.Schema.Type<S>>,
@@ -168,7 +168,7 @@ export interface Service {
    * `CheckpointClaimed` once superseded, `AlreadyResumed` once completed.
    */
   readonly renew: (
-    token: string,
+    token: Token,
     lease: Lease,
     length: Duration.DurationInput
   ) => Effect.Effect<Lease, CheckpointNotFound | CheckpointClaimed | AlreadyResumed | PersistenceError>
@@ -178,7 +178,7 @@ export interface Service {
    */
   readonly update: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>,
-    token: string,
+    token: Token,
     lease: Lease,
     state: Schema.Schema.Type<S>
   ) => Effect.Effect<
@@ -191,14 +191,14 @@ export interface Service {
    * when the lease ran out and another owner took it, `AlreadyResumed` when another completed it.
    */
   readonly complete: (
-    token: string,
+    token: Token,
     lease: Lease
   ) => Effect.Effect<void, CheckpointNotFound | CheckpointClaimed | AlreadyResumed | PersistenceError>
   /** Checkpoints at this wait point not completed yet (pending, answered or claimed), oldest first. */
   readonly open: <S extends Schema.Schema.Any>(
     checkpoint: Checkpoint<S>
   ) => Effect.Effect<
-    ReadonlyArray<{ readonly token: Token; readonly requestIds: ReadonlyArray<string> }>,
+    ReadonlyArray<{ readonly token: Token; readonly requestIds: ReadonlyArray<RequestId> }>,
     PersistenceError
   >
 }
@@ -209,7 +209,16 @@ export interface Service {
  */
 export class Checkpoints extends Context.Tag("@tool-gate/core/Checkpoints")<Checkpoints, Service>() {}
 
-const tokenFor = (): Token => `cp_${crypto.randomUUID()}` as Token
+const tokenFor = (): Token => Token.make(`cp_${crypto.randomUUID()}`)
+
+/**
+ * The ids of a stored checkpoint, typed again: the store keeps them as text, and this module wrote
+ * them (a token from `tokenFor`, the ids of requests the gate found), so a failure here is a defect.
+ */
+const idsOf = (row: CheckpointStore.Row) => ({
+  token: Token.make(row.token),
+  requestIds: row.requestIds.map((id) => RequestId.make(id))
+})
 
 /** Two encoded states say the same (key order aside). */
 const sameState = (a: string, b: string): boolean => {
@@ -271,7 +280,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore.Checkpoi
           Option.isSome(existing) && existing.value.name === checkpoint.name &&
           sameRequests(existing.value.requestIds, requestIds)
         ) {
-          if (sameState(existing.value.state, encoded)) return existing.value.token as Token
+          if (sameState(existing.value.state, encoded)) return idsOf(existing.value).token
           return yield* new CheckpointInvalid({
             problems: [{
               path: "requestIds",
@@ -288,7 +297,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore.Checkpoi
     const find = (requestId: string) =>
       Effect.flatMap(store.find({ requestId }), (row) =>
         Option.isSome(row)
-          ? Effect.succeed(row.value.token as Token)
+          ? Effect.succeed(idsOf(row.value).token)
           : Effect.fail(new CheckpointNotFound({ token: requestId })))
 
     const claimedBy = (token: string, row: CheckpointStore.Row) =>
@@ -326,7 +335,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore.Checkpoi
       Effect.gen(function*() {
         const row = yield* lookup(token, checkpoint.name)
         if (row.completedAt !== undefined) return yield* new AlreadyResumed({ token, resumedAt: row.completedAt })
-        const requests = yield* Effect.forEach(row.requestIds, (requestId) =>
+        const requests = yield* Effect.forEach(idsOf(row).requestIds, (requestId) =>
           gate.resume(requestId).pipe(
             Effect.catchTag("RequestNotFound", () =>
               Effect.die(`checkpoint ${token} names a missing request ${requestId}`))
@@ -341,7 +350,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore.Checkpoi
         const until = now + Duration.toMillis(options?.lease ?? "5 minutes")
         const fence = yield* store.claim(token, owner, now, until)
         if (Option.isNone(fence)) return yield* claimRefusal(token, owner)
-        return { token: token as Token, state, requests, lease: { owner, until, fence: fence.value } }
+        return { token, state, requests, lease: { owner, until, fence: fence.value } }
       })
 
     const renew: Service["renew"] = (token, lease, length) =>
@@ -368,7 +377,7 @@ export const makeService: Effect.Effect<Service, never, CheckpointStore.Checkpoi
     const open: Service["open"] = (checkpoint) =>
       Effect.map(
         store.open(checkpoint.name),
-        (rows) => rows.map((row) => ({ token: row.token as Token, requestIds: row.requestIds }))
+        (rows) => rows.map(idsOf)
       )
 
     return Checkpoints.of({ save, find, resume, renew, update, complete, open })

@@ -273,11 +273,12 @@ const isWellFormed = (u: unknown, limits: Limits.CallLimits): u is ToolCallInput
     isOptionalText(c.workingDirectory, limits.maxPathLength)
 }
 
+// `isWellFormed` checked the ids with the schemas' rules: the constructors brand them unvalidated.
 const fromWellFormed = (c: ToolCallInput): ToolCall => ({
-  id: c.id as ToolCallId,
+  id: ToolCallId.make(c.id, true),
   name: c.name,
   args: c.args ?? {},
-  sessionKey: c.sessionKey as SessionKey,
+  sessionKey: SessionKey.make(c.sessionKey, true),
   ...(c.agentId !== undefined ? { agentId: c.agentId } : {}),
   ...(c.intentId !== undefined ? { intentId: c.intentId } : {}),
   ...(c.userId !== undefined ? { userId: c.userId } : {}),
@@ -353,7 +354,7 @@ export const decodeSessionKey = (
   limits: Limits.CallLimits = Limits.defaultCallLimits
 ): Either.Either<SessionKey, InvalidToolCall> =>
   isId(input, limits.maxIdLength)
-    ? Either.right(input as SessionKey)
+    ? Either.right(SessionKey.make(input, true))
     : Either.left(
       new InvalidToolCall({
         problems: [{

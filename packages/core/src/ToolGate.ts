@@ -87,27 +87,27 @@ export interface Service {
   ) => Effect.Effect<A, E | ToolDenied | CallAlreadyExecuted | CallError, R>
   /** Answers a request exactly once; the same answer again returns the first resolution. */
   readonly respond: (
-    requestId: string,
+    requestId: ApprovalRequest.RequestId,
     response: Schema.Schema.Encoded<typeof ApprovalRequest.ApprovalResponse>
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError>
   /** Waits until the request is answered or expires (timeout means deny), then returns it. */
   readonly awaitDecision: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** Reads a resolved request now; fails with `RequestPending` while nobody has answered. */
   readonly resume: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | RequestPending | PersistenceError>
   readonly getRequest: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** Pending requests, oldest first, of one session or all (none for a key no call can have). */
   readonly pending: (
-    options?: { readonly sessionKey?: string | undefined }
+    options?: { readonly sessionKey?: ToolCall.SessionKey | undefined }
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
   /** Gives a pending request `ttl` more time from now. */
   readonly extend: (
-    requestId: string,
+    requestId: ApprovalRequest.RequestId,
     ttl: Duration.DurationInput,
     actor?: string
   ) => Effect.Effect<
@@ -119,31 +119,31 @@ export interface Service {
   /** Whether the session holds a tool-wide approval for the tool (or, given `call`, one covering it). */
   readonly hasApproval: (
     toolId: string,
-    sessionKey: string,
+    sessionKey: ToolCall.SessionKey,
     call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
   ) => Effect.Effect<boolean>
   /** `true` grants the session a tool-wide approval; `false` revokes the session's approvals of the tool. */
   readonly recordApproval: (
     toolId: string,
-    sessionKey: string,
+    sessionKey: ToolCall.SessionKey,
     approved: boolean,
     options?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
   ) => Effect.Effect<void, InvalidDuration | InvalidToolCall | PersistenceError>
   /** Revokes the session approvals of one session, or of all sessions; returns how many. */
   readonly clearApprovals: (
-    sessionKey?: string,
+    sessionKey?: ToolCall.SessionKey,
     actor?: string
   ) => Effect.Effect<number, InvalidToolCall | PersistenceError>
   /** Active session approvals of one session or all. */
   readonly sessionApprovals: (
-    sessionKey?: string
+    sessionKey?: ToolCall.SessionKey
   ) => Effect.Effect<ReadonlyArray<SessionApproval.SessionApproval>, PersistenceError>
   /**
    * Revokes one session approval. Given `sessionKey`, an approval of another session is not found
    * (the guard for callers limited to one session).
    */
   readonly revokeApproval: (
-    id: string,
+    id: SessionApproval.SessionApprovalId,
     options?: RevokeOptions
   ) => Effect.Effect<SessionApproval.SessionApproval, SessionApprovalNotFound | PersistenceError>
   /**

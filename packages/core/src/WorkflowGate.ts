@@ -70,6 +70,7 @@ import * as Activity from "@effect/workflow/Activity"
 import * as DurableDeferred from "@effect/workflow/DurableDeferred"
 import { WorkflowEngine, type WorkflowInstance } from "@effect/workflow/WorkflowEngine"
 import { Context, Duration, Effect, Exit, Layer, Schedule, Schema, Stream } from "effect"
+import { RequestId } from "./ApprovalRequest.js"
 import * as Checkpoint from "./Checkpoint.js"
 import * as PauseSignal from "./PauseSignal.js"
 import type * as ToolCall from "./ToolCall.js"
@@ -109,7 +110,7 @@ const engineName: Effect.Effect<string, never, WorkflowEngine> = Effect.gen(func
   return name
 })
 
-const WaitState = Schema.Struct({ deferredToken: Schema.String })
+const WaitState = Schema.Struct({ deferredToken: DurableDeferred.Token })
 
 /**
  * The wait point of the engine in context: where its workflows suspended on a tool call keep the
@@ -194,7 +195,7 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
     )
     const Asked = Schema.Union(
       Schema.TaggedStruct("Ran", { value: success }),
-      Schema.TaggedStruct("Waiting", { requestId: Schema.String })
+      Schema.TaggedStruct("Waiting", { requestId: RequestId })
     )
     const authorize = Effect.flatMap(ToolGate.ToolGate, (service) => service.authorize(call))
 
@@ -261,14 +262,14 @@ export const gate = <Success extends Schema.Schema.Any, R, Error extends Schema.
  * @category combinators
  */
 export const settle = (
-  token: string
+  token: Checkpoint.Token
 ): Effect.Effect<boolean, PersistenceError, Checkpoint.Checkpoints | WorkflowEngine> =>
   Effect.gen(function*() {
     const checkpoints = yield* Checkpoint.Checkpoints
     const resumed = yield* checkpoints.resume(yield* waitPoint, token, { lease: "30 seconds" })
     const [request] = resumed.requests
     yield* DurableDeferred.done(answerAt("tool-gate/answer"), {
-      token: resumed.state.deferredToken as DurableDeferred.Token,
+      token: resumed.state.deferredToken,
       exit: Exit.succeed(request!.status as typeof Ended.Type)
     })
     yield* checkpoints.complete(token, resumed.lease)
@@ -321,7 +322,8 @@ export const layerBridge = (
       Stream.runForEach((event) =>
         retried(
           "waking a workflow",
-          checkpoints.find(event.requestId!).pipe(
+          // the log names requests as text; the gate wrote this id
+          checkpoints.find(RequestId.make(event.requestId!)).pipe(
             Effect.flatMap(settle),
             Effect.catchTag("CheckpointNotFound", () => Effect.succeed(false))
           )

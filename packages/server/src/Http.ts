@@ -23,7 +23,14 @@
  */
 import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
-import { ApprovalStore, type AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
+import {
+  type ApprovalRequest,
+  ApprovalStore,
+  type AuditEvent,
+  type ToolCall,
+  ToolGate,
+  ToolGateError
+} from "@tool-gate/core"
 import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
@@ -36,15 +43,15 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
     // A request of a session the token may not see is answered exactly as a missing one.
-    const missing = (requestId: string) => () => new ToolGateError.RequestNotFound({ requestId })
+    const missing = (requestId: ApprovalRequest.RequestId) => () => new ToolGateError.RequestNotFound({ requestId })
     /** The request, once the caller may read its session. */
-    const readable = (requestId: string) =>
+    const readable = (requestId: ApprovalRequest.RequestId) =>
       Effect.tap(
         gate.getRequest(requestId),
         (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
       )
     /** The caller, once it may answer for the request's session. */
-    const approverOf = (requestId: string) =>
+    const approverOf = (requestId: ApprovalRequest.RequestId) =>
       Effect.flatMap(
         gate.getRequest(requestId),
         (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
@@ -73,7 +80,7 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
 export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
-    const clear = (sessionKey: string) =>
+    const clear = (sessionKey: ToolCall.SessionKey) =>
       Effect.flatMap(Auth.approverFor(sessionKey, sessionNotFound), (approver) =>
         gate.clearApprovals(sessionKey, approver.name).pipe(
           Effect.map((cleared) => ({ sessionKey, cleared })),

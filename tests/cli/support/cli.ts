@@ -7,7 +7,7 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { Cli } from "@tool-gate/cli"
-import { PauseSignal, Policy, type ToolCall, ToolGate } from "@tool-gate/core"
+import { type ApprovalRequest, PauseSignal, Policy, type ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import type { Console } from "effect"
 import { Effect, ManagedRuntime } from "effect"
@@ -153,7 +153,7 @@ export interface Fixture {
   /** asks for the call as an agent would and returns the id of the request it paused on */
   readonly pause: (
     call: Omit<ToolCall.ToolCallInput, "args"> & { readonly args?: Record<string, unknown> }
-  ) => Promise<string>
+  ) => Promise<ApprovalRequest.RequestId>
   readonly gate: ToolGate.Service
   readonly close: () => Promise<void>
 }

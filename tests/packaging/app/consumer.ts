@@ -5,7 +5,7 @@
  */
 import { GatedToolkit } from "@tool-gate/ai"
 import type { Decision } from "@tool-gate/core"
-import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import type { Layer } from "effect"
@@ -31,7 +31,7 @@ const scenario = (store: string) =>
     const call = { id: "c-3", name: "deploy", args: { env: "production" }, sessionKey: "s" }
     const first = yield* gate.authorize(call)
     if (!PauseSignal.isPauseSignal(first)) return yield* Effect.die("deploy did not pause")
-    const [pending] = yield* gate.pending({ sessionKey: "s" })
+    const [pending] = yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("s") })
     yield* gate.respond(first.requestId, { decision: "approve_once", respondedBy: "ana" })
     const second = yield* gate.authorize(call)
     lines.push(

@@ -9,7 +9,7 @@
  *   crash   DB TOKEN OWNER                  resume as OWNER and die (SIGKILL) right after a tool ran ("ran")
  */
 import type { AgentLoop } from "@tool-gate/ai"
-import { ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, Checkpoint, ToolGate } from "@tool-gate/core"
 import { Effect, Either } from "effect"
 import { agent, layer, task } from "../../../packages/cli/src/internal/demo/releaseAgent.js"
 
@@ -43,7 +43,7 @@ const program = Effect.gen(function*() {
     case "answer": {
       const [requestId, decision, reason] = rest as [string, "approve_once" | "deny", string | undefined]
       const gate = yield* ToolGate.ToolGate
-      const answered = yield* Effect.either(gate.respond(requestId, {
+      const answered = yield* Effect.either(gate.respond(ApprovalRequest.RequestId.make(requestId), {
         decision,
         respondedBy: "ops",
         ...(reason !== undefined ? { reason } : {})
@@ -55,7 +55,7 @@ const program = Effect.gen(function*() {
     case "resume":
     case "crash": {
       const [token, owner] = rest as [string, string | undefined]
-      const resumed = yield* Effect.either(loop.resume(token, { owner }))
+      const resumed = yield* Effect.either(loop.resume(Checkpoint.Token.make(token), { owner }))
       return yield* Either.isRight(resumed)
         ? report(resumed.right)
         : say({ event: "refused", error: resumed.left._tag })

@@ -15,7 +15,7 @@
  *
  * DB is a SQLite file path, or a postgres:// URL (then the PostgreSQL store with LISTEN/NOTIFY).
  */
-import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Either, Redacted, Stream } from "effect"
@@ -52,7 +52,9 @@ const program = Effect.gen(function*() {
     }
     case "answer": {
       const [requestId, decision, who] = rest as [string, "approve_once" | "deny", string | undefined]
-      const result = yield* Effect.either(gate.respond(requestId, { decision, respondedBy: who ?? "op" }))
+      const result = yield* Effect.either(
+        gate.respond(ApprovalRequest.RequestId.make(requestId), { decision, respondedBy: who ?? "op" })
+      )
       return yield* say(
         Either.isRight(result)
           ? { event: "answered", status: result.right.status }
@@ -68,7 +70,9 @@ const program = Effect.gen(function*() {
       yield* say({ event: "racing" })
       for (const id of answers) {
         const decision = Math.random() < 0.5 ? "approve_once" as const : "deny" as const
-        const result = yield* Effect.either(gate.respond(id, { decision, respondedBy: who }))
+        const result = yield* Effect.either(
+          gate.respond(ApprovalRequest.RequestId.make(id), { decision, respondedBy: who })
+        )
         const key = Either.isRight(result)
           ? (result.right.resolution?.respondedBy === who ? "ours" : "sameAsWinner")
           : result.left._tag
@@ -78,7 +82,9 @@ const program = Effect.gen(function*() {
       return yield* say({ event: "raced", tally, won })
     }
     case "pending": {
-      const pending = yield* gate.pending(rest[0] !== undefined ? { sessionKey: rest[0] } : {})
+      const pending = yield* gate.pending(
+        rest[0] !== undefined ? { sessionKey: ToolCall.SessionKey.make(rest[0]) } : {}
+      )
       return yield* say({
         event: "pending",
         requestIds: pending.map((r) => r.requestId),
@@ -110,7 +116,12 @@ const program = Effect.gen(function*() {
         Stream.take(Number(rest[0])),
         Stream.runForEach((e) =>
           say({ event: "answering", requestId: e.requestId }).pipe(
-            Effect.zipRight(gate.respond(e.requestId!, { decision: "approve_once", respondedBy: "bench" })),
+            Effect.zipRight(
+              gate.respond(ApprovalRequest.RequestId.make(e.requestId!), {
+                decision: "approve_once",
+                respondedBy: "bench"
+              })
+            ),
             Effect.zipRight(say({ event: "answered", requestId: e.requestId }))
           )
         )

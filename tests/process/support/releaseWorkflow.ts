@@ -4,7 +4,7 @@
  */
 import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
-import { Policy } from "@tool-gate/core"
+import { Policy, ToolCall } from "@tool-gate/core"
 import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Layer, Schema } from "effect"
@@ -19,7 +19,7 @@ export const Release = Workflow.make({
   idempotencyKey: ({ env }) => env
 })
 
-export const sessionOf = (executionId: string) => `wf-${executionId}`
+export const sessionOf = (executionId: string) => ToolCall.SessionKey.make(`wf-${executionId}`)
 
 /** The app on `filename`: `ran` lists the deploys this copy ran. */
 export const replica = (filename: string, ran: Array<string>) =>

@@ -6,7 +6,7 @@
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { AgentLoop, ScriptedModel } from "@tool-gate/ai"
-import { ApprovalStore, Checkpoint, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, Checkpoint, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Layer, Schema } from "effect"
 import { describe, it } from "../../support/effectTest.js"
@@ -21,7 +21,7 @@ const Tools = Toolkit.make(
 )
 
 const agent = AgentLoop.make({ toolkit: Tools })
-const session = { sessionKey: "s-1", agentId: "release-bot" }
+const session = { sessionKey: ToolCall.SessionKey.make("s-1"), agentId: "release-bot" }
 
 const world = (stores: Stores, script: ReadonlyArray<ScriptedModel.Step>) => {
   const ran: Array<string> = []
@@ -110,7 +110,7 @@ const suite = (name: string, stores: Stores) =>
         )
         expect(resolved).toHaveLength(1)
         expect(resolved[0]).toMatchObject({ toolCallId: "c1", outcome: "denied", actor: "@tool-gate/ai/AgentLoop" })
-        const request = yield* gate.getRequest(resolved[0]!.requestId!)
+        const request = yield* gate.getRequest(ApprovalRequest.RequestId.make(resolved[0]!.requestId!))
         expect(request).toMatchObject({ status: "denied" })
         expect(request.resolution?.reason).toContain("the agent's turn failed")
       }).pipe(Effect.provide(layer))

@@ -1,5 +1,5 @@
 import { AgentLoop } from "@tool-gate/ai"
-import { type ApprovalRequest, ApprovalStore, ToolGate } from "@tool-gate/core"
+import { type ApprovalRequest, ApprovalStore, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
 import { describe, it } from "../../support/effectTest.js"
@@ -75,7 +75,7 @@ describe("AgentLoop over a gated toolkit", () => {
         "ship-1.2.0",
         policy.ttlMs
       ])
-      const [request] = yield* gate.pending({ sessionKey: "s-1" })
+      const [request] = yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("s-1") })
       expect(request!.requestId).toBe(signal!.requestId)
       expect(request!.expiresAt - request!.createdAt).toBe(90_000)
       expect(ran).toEqual([])
@@ -225,7 +225,8 @@ describe("AgentLoop over a gated toolkit", () => {
         _tag: "Failure",
         cause: { error: { _tag: "RequestPending", requestId: requests[0]!.requestId } }
       })
-      expect((yield* gate.pending({ sessionKey: "s-1" })).map((r) => String(r.toolCall.id))).toEqual(["c-prod"])
+      expect((yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("s-1") })).map((r) => String(r.toolCall.id)))
+        .toEqual(["c-prod"])
 
       yield* gate.respond(requests[0]!.requestId, { decision: "approve_once" })
       const results = seen(completed(yield* agent.resume(token)).text)

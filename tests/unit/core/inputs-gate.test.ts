@@ -3,7 +3,7 @@
  * writes, changing nothing; a read for a key no call can have finds nothing (a lone surrogate
  * would otherwise read another session's rows in SQLite, where it becomes U+FFFD).
  */
-import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Either, Layer } from "effect"
 import { describe, it } from "../../support/effectTest.js"
@@ -62,9 +62,12 @@ for (const [name, store] of stores) {
         const gate = yield* ToolGate.ToolGate
         const pause = yield* gate.authorize({ id: "c1", name: "bash", sessionKey: "team-b\ufffd", args: {} })
         expect(PauseSignal.isPauseSignal(pause)).toBe(true)
-        yield* gate.recordApproval("bash", "team-b\ufffd", true)
+        yield* gate.recordApproval("bash", ToolCall.SessionKey.make("team-b\ufffd"), true)
         const before = yield* lastSeq
-        for (const key of ["team-b\ud800", "team-b\udc00", "team\u0001", "team\u001b[2J", "team\u009b"]) {
+        // keys no call can have, as an untyped caller would pass them
+        for (
+          const key of ["team-b\ud800", "team-b\udc00", "team\u0001", "team\u001b[2J", "team\u009b"] as Array<never>
+        ) {
           const grant = yield* Effect.either(gate.recordApproval("bash", key, true))
           expect(Either.isLeft(grant) && grant.left._tag).toBe("InvalidToolCall")
           const clear = yield* Effect.either(gate.clearApprovals(key))
@@ -74,7 +77,7 @@ for (const [name, store] of stores) {
           expect(yield* gate.hasApproval("bash", key)).toBe(false)
         }
         expect(yield* lastSeq).toBe(before)
-        expect(yield* gate.pending({ sessionKey: "team-b\ufffd" })).toHaveLength(1)
+        expect(yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("team-b\ufffd") })).toHaveLength(1)
       }).pipe(Effect.provide(Gate())))
   })
 }

@@ -146,7 +146,7 @@ for (const { name, open } of stores) {
           )
         )
         const listed = yield* Effect.provide(
-          Effect.flatMap(ToolGate.ToolGate, (g) => g.pending({ sessionKey: "team-b\udc00" })),
+          Effect.flatMap(ToolGate.ToolGate, (g) => g.pending({ sessionKey: "team-b\udc00" as never })),
           readerServices
         )
         expect(listed).toHaveLength(0)
@@ -283,7 +283,10 @@ for (const { name, open } of stores) {
                     )
                     if (!PauseSignal.isPauseSignal(pause)) throw new Error("expected a pause")
                     const listed = yield* Effect.provide(
-                      Effect.flatMap(ToolGate.ToolGate, (g) => g.pending({ sessionKey })),
+                      Effect.flatMap(
+                        ToolGate.ToolGate,
+                        (g) => g.pending({ sessionKey: ToolCall.SessionKey.make(sessionKey) })
+                      ),
                       readerServices
                     )
                     return listed.find((r) => r.requestId === pause.requestId)

@@ -5,7 +5,7 @@
  */
 import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
-import { type ApprovalRequest, Checkpoint, Policy, ToolGate } from "@tool-gate/core"
+import { type ApprovalRequest, Checkpoint, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import * as WorkflowGate from "@tool-gate/core/WorkflowGate"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
@@ -42,7 +42,7 @@ const Shared = Workflow.make({
   idempotencyKey: ({ run }) => String(run)
 })
 
-const sessionOf = (executionId: string) => `wf-${executionId}`
+const sessionOf = (executionId: string) => ToolCall.SessionKey.make(`wf-${executionId}`)
 
 type Polled = Workflow.Result<string, WorkflowGate.GateError> | undefined
 
@@ -130,7 +130,7 @@ const world = (database: Database, options: { readonly bridge: boolean }) =>
     const ran: Array<string> = []
     const Engine = replica(open, ran, options)
     // another process's gate on the same file: the human answers there
-    const answer = (requestId: string, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
+    const answer = (requestId: ApprovalRequest.RequestId, response: typeof ApprovalRequest.ApprovalResponse.Encoded) =>
       Effect.flatMap(ToolGate.ToolGate, (gate) => gate.respond(requestId, response)).pipe(
         Effect.provide(open({ policy })),
         Effect.scoped
@@ -310,7 +310,7 @@ const suite = (name: string, database: Database) => {
             expect(String(failureOf(refused.exit).message)).toContain("shared-deploy")
 
             const gate = yield* ToolGate.ToolGate
-            const [request] = yield* gate.pending({ sessionKey: "shared" })
+            const [request] = yield* gate.pending({ sessionKey: ToolCall.SessionKey.make("shared") })
             yield* answer(request!.requestId, { decision: "approve_once" })
             const done = yield* pollUntil(first, (r) => r?._tag === "Complete", Shared).pipe(
               Effect.timeout("10 seconds")

@@ -24,7 +24,7 @@ export type FenceError =
  * act: an owner that stalled past its lease and was taken over stops there instead of acting twice.
  */
 export const keep = (
-  token: string,
+  token: Checkpoint.Token,
   lease: Checkpoint.Lease,
   length: Duration.Duration
 ): Effect.Effect<Effect.Effect<void, FenceError>, never, Checkpoint.Checkpoints | Scope.Scope> =>

@@ -3,7 +3,7 @@
  * usage error (one escaped line) before any command runs.
  */
 import { Args, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { Limits, ToolCall, ToolGateError } from "@tool-gate/core"
+import { ApprovalRequest, Limits, ToolCall, ToolGateError } from "@tool-gate/core"
 import { Config, Either, ParseResult, Redacted, Schema } from "effect"
 import * as Terminal from "./terminal.js"
 
@@ -90,23 +90,40 @@ export const target = {
 /** `--json`: print the domain schemas' encoding. */
 export const json = Options.boolean("json").pipe(Options.withDescription("print JSON (the domain schemas' encoding)"))
 
-/** `--session KEY`. */
+/**
+ * `--session KEY`: decoded by the rules of a call's session key at their widest (what any gate or
+ * server may accept), so the CLI sends only a key a call can have.
+ */
 export const sessionKey = (description: string) =>
   Options.text("session").pipe(
     Options.withPseudoName("KEY"),
     Options.withDescription(description),
-    Options.mapEffect((text) => Either.mapLeft(nonBlank("--session")(text), ValidationError.invalidValue))
+    Options.mapEffect((text) =>
+      Either.flatMap(
+        Either.mapLeft(nonBlank("--session")(text), ValidationError.invalidValue),
+        (key) =>
+          Either.mapLeft(
+            ToolCall.decodeSessionKey(key, Limits.maxCallLimits),
+            (error) => invalid(`--session ${error.problems.map((problem) => problem.message).join("; ")}`)
+          )
+      )
+    )
   )
 
-/** The `id` argument: a request or session approval id. */
-export const idArg = (description: string) =>
+/** The `id` argument: a request or session approval id, decoded by the id's branded schema. */
+export const idArg = <A>(id: Schema.Schema<A, string>, description: string) =>
   Args.text({ name: "id" }).pipe(
     Args.withDescription(description),
-    Args.mapEffect(name("the id"))
+    Args.mapEffect((text) =>
+      Either.flatMap(
+        name("the id")(text),
+        (checked) => Either.mapLeft(Schema.decodeEither(id)(checked), () => HelpDoc.p(`not a valid id: "${checked}"`))
+      )
+    )
   )
 
 /** The options and argument of every command that acts on one request. */
-export const onRequest = { ...target, json, id: idArg("the request id (req_...)") }
+export const onRequest = { ...target, json, id: idArg(ApprovalRequest.RequestId, "the request id (req_...)") }
 
 /** `--reason TEXT`. */
 export const reason = (description: string) =>

@@ -46,7 +46,7 @@ type Answer = Omit<ApprovalRequest.ApprovalResponse, "respondedBy">
 /** What `audit` reads (`Backend.AuditOptions`). */
 interface AuditOptions {
   readonly afterSeq?: number | undefined
-  readonly sessionKey?: string | undefined
+  readonly sessionKey?: ToolCall.SessionKey | undefined
   readonly follow: boolean
 }
 
@@ -153,32 +153,19 @@ export const make = (options: Options) =>
           )
         )
       })
-    // The server checks ids and session keys against its schemas; these casts only name them.
-    const request = (requestId: string) => ({ requestId: requestId as ApprovalRequest.RequestId })
-    const session = (sessionKey: string) => sessionKey as ToolCall.SessionKey
     return {
       target: url,
-      pending: (sessionKey: string | undefined) =>
-        call(
-          client.approvals.pending({
-            urlParams: { sessionKey: sessionKey === undefined ? undefined : session(sessionKey) }
-          })
-        ),
-      respond: (requestId: string, answer: Answer) =>
-        call(client.approvals.respond({ path: request(requestId), payload: answer })),
-      extend: (requestId: string, ttlMs: number) =>
-        call(client.approvals.extend({ path: request(requestId), payload: { ttlMs } })),
-      sessionApprovals: (sessionKey: string) =>
-        call(client.sessions.list({ path: { sessionKey: session(sessionKey) } })),
-      revoke: (sessionKey: string, sessionApprovalId: string) =>
-        call(client.sessions.revoke({
-          path: {
-            sessionKey: session(sessionKey),
-            sessionApprovalId: sessionApprovalId as SessionApproval.SessionApprovalId
-          }
-        })),
-      clear: (sessionKey: string) =>
-        Effect.map(call(client.sessions.clear({ path: { sessionKey: session(sessionKey) } })), (r) => r.cleared),
+      pending: (sessionKey: ToolCall.SessionKey | undefined) =>
+        call(client.approvals.pending({ urlParams: { sessionKey } })),
+      respond: (requestId: ApprovalRequest.RequestId, answer: Answer) =>
+        call(client.approvals.respond({ path: { requestId }, payload: answer })),
+      extend: (requestId: ApprovalRequest.RequestId, ttlMs: number) =>
+        call(client.approvals.extend({ path: { requestId }, payload: { ttlMs } })),
+      sessionApprovals: (sessionKey: ToolCall.SessionKey) => call(client.sessions.list({ path: { sessionKey } })),
+      revoke: (sessionKey: ToolCall.SessionKey, sessionApprovalId: SessionApproval.SessionApprovalId) =>
+        call(client.sessions.revoke({ path: { sessionKey, sessionApprovalId } })),
+      clear: (sessionKey: ToolCall.SessionKey) =>
+        Effect.map(call(client.sessions.clear({ path: { sessionKey } })), (r) => r.cleared),
       audit: (options: AuditOptions) =>
         options.follow
           ? follow(options)
@@ -187,7 +174,7 @@ export const make = (options: Options) =>
               call(client.audit.query({
                 urlParams: {
                   afterSeq: after,
-                  sessionKey: options.sessionKey === undefined ? undefined : session(options.sessionKey),
+                  sessionKey: options.sessionKey,
                   limit: pageSize
                 }
               })),

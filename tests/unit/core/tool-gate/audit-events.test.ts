@@ -1,4 +1,4 @@
-import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Layer, Schema, TestClock } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
@@ -35,9 +35,9 @@ describe("audit events built by their constructors", () => {
       yield* gate.extend(second.requestId, "100 seconds", "ops")
       yield* TestClock.adjust("60 seconds")
       yield* TestClock.adjust("50 seconds")
-      yield* gate.recordApproval("deploy", "s1", true, { grantedBy: "ops" })
-      yield* gate.recordApproval("deploy", "s1", false, { grantedBy: "ops" })
-      yield* gate.clearApprovals("s1", "ops")
+      yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { grantedBy: "ops" })
+      yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), false, { grantedBy: "ops" })
+      yield* gate.clearApprovals(ToolCall.SessionKey.make("s1"), "ops")
 
       const events = yield* store.events()
       expect(new Set(events.map((e) => e.type))).toEqual(new Set(AuditEvent.EventType.literals))

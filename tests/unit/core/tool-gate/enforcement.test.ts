@@ -10,7 +10,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore } from "@tool-gate/core"
-import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ApprovalStore as Store } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Clock, Context, Duration, Effect, Either, Layer, type Scope } from "effect"
@@ -149,7 +149,7 @@ const enforcementSuite = (backend: Backend) => {
         const agent = yield* gateOn(a, agentPolicy)
         const operator = yield* gateOn(b, agentPolicy)
         for (let round = 0; round < 15; round++) {
-          const sessionKey = `r-${round}`
+          const sessionKey = ToolCall.SessionKey.make(`r-${round}`)
           yield* operator.recordApproval("deploy", sessionKey, true)
           // the agent's gate learns the grant (through the store, or its log), then it is cleared
           const first = yield* agent.authorize({ id: "x1", name: "deploy", sessionKey })
@@ -220,7 +220,7 @@ describe("a gate that cannot read the log", () => {
       const store = storeOver(sqliteClient(file), { clock: "caller" }).pipe(Layer.orDie)
       const policy = Policy.unsafeMake({ requireApproval: ["deploy"], allow: ["ls"] })
       const gate = yield* gateOn(store, policy)
-      yield* gate.recordApproval("deploy", "s", true)
+      yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s"), true)
       const before = yield* gate.authorize({ id: "1", name: "deploy", sessionKey: "s" })
       expect(!PauseSignal.isPauseSignal(before) && before.decision?.via).toBe("sessionApproval")
       // another process writes a row this gate cannot decode (a damaged or newer-version row)

@@ -1,4 +1,4 @@
-import { Policy, ToolGate } from "@tool-gate/core"
+import { Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Effect, FastCheck as fc } from "effect"
 
@@ -38,7 +38,7 @@ describe("ToolGate properties", () => {
           const policy = Policy.unsafeMake(input)
           await runWithGate(policy, (gate) =>
             Effect.gen(function*() {
-              for (const name of granted) yield* gate.recordApproval(name, "s1", true)
+              for (const name of granted) yield* gate.recordApproval(name, ToolCall.SessionKey.make("s1"), true)
               for (const [i, c] of calls.entries()) {
                 const decision = yield* gate.evaluate({
                   id: `c${i}`,
@@ -63,7 +63,7 @@ describe("ToolGate properties", () => {
           Effect.gen(function*() {
             // Grant in A every way there is: tool-wide, exact and tool scope through answers.
             for (const [i, c] of approveInA.entries()) {
-              yield* gate.recordApproval(c.name, "A", true)
+              yield* gate.recordApproval(c.name, ToolCall.SessionKey.make("A"), true)
               const result = yield* Effect.either(
                 gate.authorize({ id: `a${i}`, name: c.name, sessionKey: "A", args: { v: c.arg } })
               )

@@ -1,4 +1,4 @@
-import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Layer } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
@@ -14,12 +14,14 @@ describe("revokeApproval with a session", () => {
     Effect.gen(function*() {
       const gate = yield* ToolGate.ToolGate
       const store = yield* ApprovalStore.ApprovalStore
-      yield* gate.recordApproval("bash", "victim", true)
-      const [held] = yield* gate.sessionApprovals("victim")
-      const refused = yield* Effect.flip(gate.revokeApproval(held!.id, { actor: "mallory", sessionKey: "attacker" }))
+      yield* gate.recordApproval("bash", ToolCall.SessionKey.make("victim"), true)
+      const [held] = yield* gate.sessionApprovals(ToolCall.SessionKey.make("victim"))
+      const refused = yield* Effect.flip(
+        gate.revokeApproval(held!.id, { actor: "mallory", sessionKey: ToolCall.SessionKey.make("attacker") })
+      )
       expect(refused._tag).toBe("SessionApprovalNotFound")
-      expect((yield* gate.sessionApprovals("victim")).map((a) => a.id)).toEqual([held!.id])
-      expect(yield* gate.hasApproval("bash", "victim")).toBe(true)
+      expect((yield* gate.sessionApprovals(ToolCall.SessionKey.make("victim"))).map((a) => a.id)).toEqual([held!.id])
+      expect(yield* gate.hasApproval("bash", ToolCall.SessionKey.make("victim"))).toBe(true)
       expect((yield* store.events()).map((e) => e.type)).toEqual(["session.granted"])
     }).pipe(Effect.provide(Gate)))
 
@@ -27,11 +29,11 @@ describe("revokeApproval with a session", () => {
     Effect.gen(function*() {
       const gate = yield* ToolGate.ToolGate
       const store = yield* ApprovalStore.ApprovalStore
-      yield* gate.recordApproval("bash", "s1", true)
-      const [held] = yield* gate.sessionApprovals("s1")
-      const revoked = yield* gate.revokeApproval(held!.id, { actor: "ops", sessionKey: "s1" })
+      yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+      const [held] = yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))
+      const revoked = yield* gate.revokeApproval(held!.id, { actor: "ops", sessionKey: ToolCall.SessionKey.make("s1") })
       expect(revoked.id).toBe(held!.id)
-      expect(yield* gate.sessionApprovals("s1")).toHaveLength(0)
+      expect(yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))).toHaveLength(0)
       const events = yield* store.events()
       expect(events.map((e) => [e.type, e.actor, e.sessionKey])).toEqual([
         ["session.granted", undefined, "s1"],
@@ -42,8 +44,8 @@ describe("revokeApproval with a session", () => {
   it.scoped("without a session, any approval by id, as before", () =>
     Effect.gen(function*() {
       const gate = yield* ToolGate.ToolGate
-      yield* gate.recordApproval("bash", "s1", true)
-      const [held] = yield* gate.sessionApprovals("s1")
+      yield* gate.recordApproval("bash", ToolCall.SessionKey.make("s1"), true)
+      const [held] = yield* gate.sessionApprovals(ToolCall.SessionKey.make("s1"))
       expect((yield* gate.revokeApproval(held!.id, { actor: "ops" })).id).toBe(held!.id)
       expect((yield* Effect.flip(gate.revokeApproval(held!.id)))._tag).toBe("SessionApprovalNotFound")
     }).pipe(Effect.provide(Gate)))

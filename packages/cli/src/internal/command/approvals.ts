@@ -29,7 +29,7 @@ const revoke = Command.make(
     ...target,
     json,
     session: sessionKey("the session the approval belongs to"),
-    id: idArg("the session approval id (sa_...)")
+    id: idArg(SessionApproval.SessionApprovalId, "the session approval id (sa_...)")
   },
   (config) =>
     Effect.gen(function*() {

@@ -6,6 +6,7 @@
  * CLI (`internal/demo/`), so the demo runs from the published bundle as from a checkout.
  */
 import { Command, Options } from "@effect/cli"
+import { Checkpoint } from "@tool-gate/core"
 import { Console, Effect } from "effect"
 import { spawn } from "node:child_process"
 import { rmSync } from "node:fs"
@@ -75,6 +76,7 @@ const agent = Command.make(
     resume: Options.text("resume").pipe(
       Options.withPseudoName("TOKEN"),
       Options.withDescription("continue a paused conversation from its checkpoint"),
+      Options.withSchema(Checkpoint.Token),
       Options.optional
     )
   },

@@ -5,7 +5,7 @@
  * turn with the human's answer, lets the model answer, and prints the audit trail.
  */
 import type { AgentLoop } from "@tool-gate/ai"
-import { ApprovalStore, type AuditEvent } from "@tool-gate/core"
+import { ApprovalStore, type AuditEvent, type Checkpoint } from "@tool-gate/core"
 import { Console, Effect, Option } from "effect"
 import { printLines } from "../print.js"
 import { agent, layer, task } from "./releaseAgent.js"
@@ -55,7 +55,7 @@ const auditTrail = (events: ReadonlyArray<AuditEvent.AuditEvent>) =>
   ])
 
 /** Runs a new conversation on the SQLite file `db`, or resumes the paused one whose checkpoint `resume` names. */
-export const run = (db: string, resume: Option.Option<string>) =>
+export const run = (db: string, resume: Option.Option<Checkpoint.Token>) =>
   Effect.gen(function*() {
     const loop = agent(narrate)
     let result: AgentLoop.Result

@@ -142,7 +142,7 @@ export const make = (
 
   /** Answers a pending request with a decoded response; the same answer again returns the first resolution. */
   const answer = (
-    requestId: string,
+    requestId: ApprovalRequest.RequestId,
     response: ApprovalRequest.ApprovalResponse
   ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
     Effect.gen(function*() {
@@ -172,7 +172,10 @@ export const make = (
     })
 
   /** `respond`: the input is decoded once, here at the edge; everything after works on the typed answer. */
-  const respond = (requestId: string, input: unknown): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
+  const respond = (
+    requestId: ApprovalRequest.RequestId,
+    input: unknown
+  ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
     Effect.flatMap(Effect.suspend(() => decodeAnswer(input, limits)), (response) => answer(requestId, response))
 
   return { respond } as const

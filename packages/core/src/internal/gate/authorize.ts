@@ -46,7 +46,7 @@ export const make = (options: {
   readonly refuseReused: (call: ToolCall.ToolCall, args: string, now: number) => Effect.Effect<never, CallError>
   readonly fromRequest: (request: ApprovalRequest.ApprovalRequest, now: number) => Replayed
   readonly awaitDecision: (
-    requestId: string
+    requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** the log tailer's failure while it cannot read the log */
   readonly logUnreadable: () => PersistenceError | undefined

@@ -86,5 +86,5 @@ export type RespondError = RequestNotFound | AlreadyResolved | RequestExpired | 
  */
 export interface RevokeOptions {
   readonly actor?: string | undefined
-  readonly sessionKey?: string | undefined
+  readonly sessionKey?: ToolCall.SessionKey | undefined
 }

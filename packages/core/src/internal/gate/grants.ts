@@ -35,6 +35,9 @@ export const makeProjection = (store: ApprovalStore["Type"]): Effect.Effect<Proj
     }
   })
 
+/** The id of the call `hasApproval` looks up grants for: no call runs under it. */
+const probeId = ToolCall.ToolCallId.make("probe")
+
 /** The session-approval API of the gate. */
 export const make = (options: {
   readonly store: ApprovalStore["Type"]
@@ -46,7 +49,7 @@ export const make = (options: {
 
   const hasApproval = (
     toolId: string,
-    sessionKey: string,
+    sessionKey: ToolCall.SessionKey,
     call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
   ) =>
     Effect.gen(function*() {
@@ -57,19 +60,19 @@ export const make = (options: {
         const grants = held.sessions.get(sessionKey)?.get(ToolCall.normalizeName(toolId)) ?? []
         return grants.some((grant) => grant.scope === "tool" && SessionApproval.isActive(grant, now))
       }
-      const probe = {
-        id: "probe",
+      const probe: ToolCall.ToolCall = {
+        id: probeId,
         name: toolId,
         args: call.args ?? {},
         sessionKey,
         ...(call.workingDirectory !== undefined ? { workingDirectory: call.workingDirectory } : {})
-      } as ToolCall.ToolCall
+      }
       return SessionIndex.lookup(held, probe, now) !== undefined
     })
 
   const recordApproval = (
     toolId: string,
-    sessionKey: string,
+    sessionKey: ToolCall.SessionKey,
     approved: boolean,
     recordOptions?: { readonly grantedBy?: string; readonly ttl?: Duration.DurationInput }
   ) =>
@@ -103,7 +106,7 @@ export const make = (options: {
       }
     })
 
-  const clearApprovals = (sessionKey?: string, actor?: string) =>
+  const clearApprovals = (sessionKey?: ToolCall.SessionKey, actor?: string) =>
     Effect.gen(function*() {
       if (sessionKey !== undefined) yield* sessionKeyOf(sessionKey)
       const now = yield* Clock.currentTimeMillis
@@ -112,12 +115,12 @@ export const make = (options: {
       return revoked.length
     })
 
-  const sessionApprovals = (sessionKey?: string) =>
+  const sessionApprovals = (sessionKey?: ToolCall.SessionKey) =>
     sessionKey !== undefined && Either.isLeft(sessionKeyOf(sessionKey))
       ? Effect.succeed([])
       : Effect.flatMap(Clock.currentTimeMillis, (now) => store.sessionApprovals({ sessionKey, activeAt: now }))
 
-  const revokeApproval = (id: string, { actor, sessionKey }: RevokeOptions = {}) =>
+  const revokeApproval = (id: SessionApproval.SessionApprovalId, { actor, sessionKey }: RevokeOptions = {}) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const [held] = yield* store.sessionApprovals({ id })
@@ -126,7 +129,7 @@ export const make = (options: {
         return yield* new SessionApprovalNotFound({ sessionApprovalId: id })
       }
       const revoked = yield* store.revoke(
-        id as SessionApproval.SessionApprovalId,
+        id,
         now,
         AuditEvent.sessionApprovalRevoked(id, held, now, actor)
       )

@@ -62,9 +62,9 @@ export const make = (options: {
 }) => {
   const { sessionKeyOf, store, warnBeforeMs } = options
 
-  const getRequest = (requestId: string) =>
+  const getRequest = (requestId: ApprovalRequest.RequestId) =>
     Effect.flatMap(
-      store.getRequest(requestId as ApprovalRequest.RequestId),
+      store.getRequest(requestId),
       Option.match({
         onNone: () => Effect.fail(new RequestNotFound({ requestId })),
         onSome: Effect.succeed
@@ -100,7 +100,7 @@ export const make = (options: {
       (settled) => Effect.fail(new RequestExpired({ requestId: settled.requestId, expiresAt: settled.expiresAt }))
     )
 
-  const resume = (requestId: string) =>
+  const resume = (requestId: ApprovalRequest.RequestId) =>
     Effect.gen(function*() {
       const request = yield* getRequest(requestId)
       const settled = yield* current(request, yield* Clock.currentTimeMillis)
@@ -110,12 +110,12 @@ export const make = (options: {
       return settled
     })
 
-  const pending = (pendingOptions?: { readonly sessionKey?: string | undefined }) =>
+  const pending = (pendingOptions?: { readonly sessionKey?: ToolCall.SessionKey | undefined }) =>
     pendingOptions?.sessionKey !== undefined && Either.isLeft(sessionKeyOf(pendingOptions.sessionKey))
       ? Effect.succeed([])
       : store.listPending(pendingOptions)
 
-  const extend = (requestId: string, ttl: Duration.DurationInput, actor?: string) =>
+  const extend = (requestId: ApprovalRequest.RequestId, ttl: Duration.DurationInput, actor?: string) =>
     Effect.gen(function*() {
       const ttlMs = yield* Limits.ttlMillis("ttl", ttl)
       const request = yield* getRequest(requestId)

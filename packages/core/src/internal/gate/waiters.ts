@@ -47,7 +47,9 @@ export const makeAwaitDecision = (
     readonly waiters: Waiters
   } & Pick<Requests, "getRequest" | "current">
 ) =>
-(requestId: string): Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError> =>
+(
+  requestId: ApprovalRequest.RequestId
+): Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError> =>
   Effect.scoped(Effect.gen(function*() {
     while (true) {
       // Register before reading, so an answer committed in between still wakes us.
