@@ -1,0 +1,74 @@
+/**
+ * The change feeds carry a commit of one store instance to the subscribers of another, by
+ * themselves: the SQLite file feed (the file's change) and the PostgreSQL LISTEN/NOTIFY feed, each
+ * with its fallback timer pushed out of reach, so a hint can only come from the other's commit.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { type ApprovalStore, SqlApprovalStore } from "@tool-gate/core"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { expect } from "bun:test"
+import { Effect, Layer, Option, Queue, type Scope } from "effect"
+import { join } from "node:path"
+import { describe, it } from "../../../support/effectTest.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, sqliteClient, tempDir } from "../../../support/sqlStores.js"
+import { decision, open } from "./fixtures.js"
+
+const noFallback = "1 hour"
+
+/**
+ * `writer` commits until `reader`'s subscription is hinted (a feed may start listening after the
+ * first commits); then the reader finds the commit that woke it. Fails if no hint ever comes.
+ */
+const wokenAcross = <E>(
+  opened: Effect.Effect<ReadonlyArray<{ readonly store: ApprovalStore.Service }>, E, Scope.Scope>
+) =>
+  Effect.gen(function*() {
+    const [writer, reader] = yield* opened
+    const hints = yield* reader!.store.subscribe
+    let woken = Option.none<number>()
+    for (let n = 1; n <= 50 && Option.isNone(woken); n++) {
+      yield* writer!.store.append([decision(n)])
+      woken = yield* Queue.take(hints).pipe(Effect.timeout("200 millis"), Effect.option)
+    }
+    expect(Option.isSome(woken)).toBe(true)
+    const seen = yield* reader!.store.events({ afterSeq: 0 })
+    expect(seen.length).toBeGreaterThan(0)
+    expect(seen.every((event) => event.toolCallId?.startsWith("d_"))).toBe(true)
+  })
+
+describe("change feeds across store instances", () => {
+  it.live("SQLite: the file feed wakes another instance's subscriber on a commit", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "toolgate.db")
+      const instance = () =>
+        open(
+          SqlApprovalStore.layer({ clock: "caller" }).pipe(
+            Layer.provide(ToolGateSqlite.layerFileFeed(file, noFallback)),
+            Layer.provideMerge(sqliteClient(file))
+          )
+        )
+      yield* wokenAcross(Effect.all([instance(), instance()]))
+    }), 30_000)
+})
+
+describePostgres("change feed tests", (url) =>
+  describe("change feeds across store instances (postgres)", () => {
+    it.live("PostgreSQL: LISTEN/NOTIFY wakes another instance's subscriber on a commit", () =>
+      Effect.gen(function*() {
+        const schemaUrl = yield* pgSchema(url)
+        const instance = () =>
+          open(
+            SqlApprovalStore.layer({ clock: "caller" }).pipe(
+              Layer.provide(
+                SqlApprovalStore.layerNotifyFeed(PgClient.PgClient, {
+                  channel: "toolgate_feed_test",
+                  fallbackInterval: noFallback
+                })
+              ),
+              Layer.provideMerge(pgClient(schemaUrl))
+            )
+          )
+        yield* wokenAcross(Effect.all([instance(), instance()]))
+      }), 30_000)
+  }))
