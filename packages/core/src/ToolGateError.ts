@@ -190,6 +190,36 @@ export class InvalidToolCall extends Schema.TaggedError<InvalidToolCall>()(
   }
 }
 
+const reusedIdText = (toolCallId: string) => `tool call id ${toolCallId} was already used in this session`
+
+/**
+ * The refusal of a call whose tool-call id its session already used for another call (replay by
+ * call id never lends one call's decision to another).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const reusedCallId = (toolCallId: string): InvalidToolCall =>
+  new InvalidToolCall({
+    problems: [{
+      path: "id",
+      message: `${
+        reusedIdText(toolCallId)
+      } for another call (tool, arguments, agent, intent or working directory differ)`
+    }]
+  })
+
+/**
+ * Whether `error` refuses the call `toolCallId` because the session already used that id for
+ * another call (`reusedCallId`).
+ *
+ * @since 0.1.0
+ * @category refinements
+ */
+export const isReusedCallId = (error: unknown, toolCallId: string): error is InvalidToolCall =>
+  error instanceof InvalidToolCall &&
+  error.problems.some((problem) => problem.path === "id" && problem.message.startsWith(reusedIdText(toolCallId)))
+
 /**
  * An approval answer that cannot be applied as given (malformed, or edited arguments that are
  * not valid JSON arguments).

@@ -21,11 +21,7 @@ export const repeatedIds = (calls: ReadonlyArray<GatedToolkit.ModelCall>): Array
  * (`InvalidToolCall` on the id), or for this very call, which already ran (`CallAlreadyExecuted`).
  */
 export const reusedId = (call: GatedToolkit.ModelCall) => (error: unknown): boolean =>
-  error instanceof ToolGateError.CallAlreadyExecuted ||
-  (error instanceof ToolGateError.InvalidToolCall &&
-    error.problems.some((problem) =>
-      problem.path === "id" && problem.message.startsWith(`tool call id ${call.id} was already used in this session`)
-    ))
+  error instanceof ToolGateError.CallAlreadyExecuted || ToolGateError.isReusedCallId(error, call.id)
 
 // A new model turn that reuses a call id of the session: the call does not run, and the model
 // reads why (as it reads a denial) instead of the conversation failing on every resume for good.

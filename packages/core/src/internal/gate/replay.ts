@@ -18,7 +18,7 @@ import type * as Decision from "../../Decision.js"
 import * as PauseSignal from "../../PauseSignal.js"
 import type { Policy } from "../../Policy.js"
 import * as ToolCall from "../../ToolCall.js"
-import { CallAlreadyExecuted, InvalidToolCall, type PersistenceError, ToolDenied } from "../../ToolGateError.js"
+import { CallAlreadyExecuted, type PersistenceError, reusedCallId, ToolDenied } from "../../ToolGateError.js"
 import * as CallIdentity from "../callIdentity.js"
 import type { Allowed, CallError } from "./contract.js"
 import type { Requests } from "./requests.js"
@@ -81,15 +81,7 @@ export const make = (
           `tool call id ${call.id} was already used in this session for another call`
         )
       ]),
-      Effect.fail(
-        new InvalidToolCall({
-          problems: [{
-            path: "id",
-            message:
-              `tool call id ${call.id} was already used in this session for another call (tool, arguments, agent, intent or working directory differ)`
-          }]
-        })
-      )
+      Effect.fail(reusedCallId(call.id))
     )
 
   /**
