@@ -12,42 +12,11 @@ import { Effect, FastCheck as fc } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Terminal from "../../packages/cli/src/internal/terminal.js"
+import { hiddenChar } from "../support/hiddenChars.js"
 import { type Fixture, fixture, type Result, start, toolgate, toolgateHere } from "./support/cli.js"
 
 /** Every policy decision asks a human, so any tool name makes a pending request. */
 const askEverything = "default: requireApproval\n"
-
-/**
- * A character a terminal would act on or a reader cannot see for what it is (the line feeds
- * between lines aside): controls, bidi controls, zero-width, invisible, tag, variation selector and
- * blank-looking characters.
- */
-const raw = new RegExp(
-  `[${
-    [
-      [0x00, 0x09],
-      [0x0b, 0x1f],
-      [0x7f, 0xa0],
-      [0xad],
-      [0x34f],
-      [0x61c],
-      [0x115f, 0x1160],
-      [0x180e],
-      [0x2000, 0x200f],
-      [0x202a, 0x202f],
-      [0x205f, 0x2069],
-      [0x2800],
-      [0x3000],
-      [0x3164],
-      [0xfe00, 0xfe0f],
-      [0xfeff],
-      [0xffa0],
-      [0xe0000, 0xe007f],
-      [0xe0100, 0xe01ef]
-    ].map(([from, to = from]) => `\\u{${from!.toString(16)}}-\\u{${to!.toString(16)}}`).join("")
-  }]`,
-  "u"
-)
 
 /** `text` without the emoji sequences whose selectors and joiners the CLI leaves as they are. */
 const withoutEmoji = (text: string) =>
@@ -67,10 +36,10 @@ const hostile = {
   args: { command: `ls\u009b2J\u007f\u202e\u001b]0;all approved\u0007\n${forged}`, note: "\u0085next line" }
 }
 
-/** Output with no raw control character, each line one the CLI meant to print. */
+/** Output with no raw hidden character, each line one the CLI meant to print. */
 const clean = (result: Result) => {
-  expect(result.stdout).not.toMatch(raw)
-  expect(result.stderr).not.toMatch(raw)
+  expect(result.stdout).not.toMatch(hiddenChar)
+  expect(result.stderr).not.toMatch(hiddenChar)
   for (const line of [...result.stdout.split("\n"), ...result.stderr.split("\n")]) expect(line).not.toStartWith(forged)
 }
 
@@ -179,13 +148,13 @@ describe("control characters in what toolgate prints", () => {
     try {
       await f.pause({ id: "c1", sessionKey: "followed", ...hostile })
       const line = await follow.line(/approval\.requested/)
-      expect(line).not.toMatch(raw)
+      expect(line).not.toMatch(hiddenChar)
       expect(line).toContain("tool=deploy\\u202e\\u2066lanoisivorp")
       expect(follow.lines.some((text) => text.startsWith(forged))).toBe(false)
     } finally {
       expect(await follow.stop()).toBe(0)
     }
-    expect(follow.stderr()).not.toMatch(raw)
+    expect(follow.stderr()).not.toMatch(hiddenChar)
   })
 })
 
@@ -211,7 +180,7 @@ describe("against servers", () => {
       clean(approved)
       expect(lines(approved.stdout)).toHaveLength(1)
       await follow.line(/approval\.resolved/)
-      expect(follow.lines.join("\n")).not.toMatch(raw)
+      expect(follow.lines.join("\n")).not.toMatch(hiddenChar)
       expect(follow.lines.some((text) => text.startsWith(forged))).toBe(false)
       expect(await follow.stop()).toBe(0)
     } finally {
@@ -281,9 +250,9 @@ describe("the output boundary (internal/terminal.ts)", () => {
   test("escape: no control or hidden character is left, and text without one is unchanged", () => {
     fc.assert(fc.property(hostileText, (text) => {
       const escaped = Terminal.escape(text)
-      expect(withoutEmoji(escaped)).not.toMatch(raw)
+      expect(withoutEmoji(escaped)).not.toMatch(hiddenChar)
       expect(escaped).not.toContain("\n")
-      if (!raw.test(text) && !text.includes("\n")) expect(escaped).toBe(text)
+      if (!hiddenChar.test(text) && !text.includes("\n")) expect(escaped).toBe(text)
     }))
   })
 
@@ -310,7 +279,7 @@ describe("the output boundary (internal/terminal.ts)", () => {
     const value = fc.dictionary(hostileText, fc.oneof(hostileText, fc.array(hostileText), fc.integer()))
     fc.assert(fc.property(value, fc.constantFrom(0, 2), (object, indent) => {
       const text = Terminal.json(object, indent)
-      expect(withoutEmoji(text)).not.toMatch(raw)
+      expect(withoutEmoji(text)).not.toMatch(hiddenChar)
       if (indent === 0) expect(text).not.toContain("\n")
       expect(JSON.parse(text)).toEqual(object)
     }))

@@ -11,35 +11,8 @@ import { expect } from "bun:test"
 import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { bash, paused, startServer, type TestServer } from "../server/support/server.js"
+import { hiddenChar } from "../support/hiddenChars.js"
 import { card, describeBrowser, openConsole, ui } from "./support/browser.js"
-
-/** A character no reader sees for what it is (line feeds aside, as in indented JSON). */
-const hiddenChar = new RegExp(
-  `[${
-    [
-      [0x00, 0x09],
-      [0x0b, 0x1f],
-      [0x7f, 0xa0],
-      [0xad],
-      [0x34f],
-      [0x61c],
-      [0x115f, 0x1160],
-      [0x180e],
-      [0x2000, 0x200f],
-      [0x202a, 0x202f],
-      [0x205f, 0x2069],
-      [0x2800],
-      [0x3000],
-      [0x3164],
-      [0xfe00, 0xfe0f],
-      [0xfeff],
-      [0xffa0],
-      [0xe0000, 0xe007f],
-      [0xe0100, 0xe01ef]
-    ].map(([from, to = from]) => `\\u{${from!.toString(16)}}-\\u{${to!.toString(16)}}`).join("")
-  }]`,
-  "u"
-)
 
 const fetchRequest = (server: TestServer, requestId: string) =>
   Effect.map(server.request("GET", `/approvals/${requestId}`), (reply) => reply.json as ApprovalRequest.ApprovalRequest)
