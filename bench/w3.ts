@@ -18,7 +18,7 @@
  * SQLite (a WAL file), and PostgreSQL in a fresh schema when TOOLGATE_PG_URL is set.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { AuditEvent } from "@tool-gate/core"
+import { AuditEvent } from "@tool-gate/core"
 import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
@@ -156,13 +156,14 @@ const seed = Effect.gen(function*() {
         at,
         type: "decision",
         outcome: deny ? "deny" : "allow",
-        sessionKey: session(seq % SESSIONS),
-        toolCallId: `call-${seq}`,
+        sessionKey: ToolCall.SessionKey.make(session(seq % SESSIONS)),
+        toolCallId: ToolCall.ToolCallId.make(`call-${seq}`),
         toolName: tool,
         rule: deny ? "deny[0]" : "allow[0]",
         ruleSource: deny ? "deny" : "allow",
         policyVersion: policy.version,
-        ...(deny ? { reason: "not here" } : { via: "policy" as const })
+        ...(deny ? { reason: "not here" } : { via: "policy" as const }),
+        args: "{}"
       }
     } else if (step.kind === "request") {
       const request: ApprovalRequest.ApprovalRequest = {
@@ -184,20 +185,7 @@ const seed = Effect.gen(function*() {
         status: "pending"
       }
       requests.set(step.n, request)
-      event = {
-        at,
-        type: "approval.requested",
-        outcome: "pending",
-        sessionKey: step.sessionKey,
-        toolCallId: request.toolCall.id,
-        toolName: "bash",
-        requestId: request.requestId,
-        rule: request.rule.id,
-        ruleSource: "requireApproval",
-        policyVersion: policy.version,
-        reason: request.reason,
-        expiresAt: request.expiresAt
-      }
+      event = AuditEvent.approvalRequested(request, ToolCall.canonicalArgs(request.toolCall.args))
       if (!step.answered) {
         requestRows.push({
           request_id: request.requestId,
@@ -232,17 +220,7 @@ const seed = Effect.gen(function*() {
         consumed_at: at + 1,
         request: yield* json(codecs.request, answered)
       })
-      event = {
-        at,
-        type: "approval.resolved",
-        outcome: "approved",
-        sessionKey: answered.toolCall.sessionKey,
-        toolCallId: answered.toolCall.id,
-        toolName: "bash",
-        requestId: answered.requestId,
-        actor: "ana",
-        elapsedMs: at - answered.createdAt
-      }
+      event = AuditEvent.approvalResolved(asked, answered.resolution!)
     } else if (step.kind === "grant") {
       const tool = TOOLS[step.n % 2]!
       const approval: SessionApproval.SessionApproval = {

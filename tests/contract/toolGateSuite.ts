@@ -3,7 +3,7 @@
  * PostgreSQL). Each test builds a fresh store and gate on the TestClock, so TTLs are driven by
  * `TestClock.adjust`, never by sleeping.
  */
-import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Chunk, type Duration, Effect, Either, Fiber, Layer, Option, type Scope, Stream, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
@@ -138,7 +138,7 @@ export const toolGateSuite = <E>(
           expect(yield* gate.sessionApprovals()).toHaveLength(0)
           const cleared = (yield* gate.auditLog().pipe(Stream.take(6), Stream.runCollect)).pipe(Chunk.toArray)
             .filter((e) => e.type === "approvals.cleared")
-          expect(cleared.map((e) => e.sessionKey)).toEqual(["s1", undefined])
+          expect(cleared.map((e) => e.sessionKey)).toEqual<unknown>(["s1", undefined])
         }))
 
       test("an approval does not carry across sessions", () =>
@@ -572,7 +572,9 @@ export const toolGateSuite = <E>(
           expect(again).toEqual(first)
           const denied = yield* expectFailure(gate.authorize(call("c2", "rm", "s1", { path: "/" })))
           expect(yield* expectFailure(gate.authorize(call("c2", "rm", "s1", { path: "/" })))).toEqual(denied)
-          expect((yield* store.events({ afterSeq: from })).map((e) => [e.type, e.toolCallId, e.outcome])).toEqual([
+          expect((yield* store.events({ afterSeq: from })).map((e) => [e.type, e.toolCallId, e.outcome])).toEqual<
+            unknown
+          >([
             ["decision", "c1", "allow"],
             ["decision", "c2", "deny"]
           ])
@@ -721,7 +723,7 @@ export const toolGateSuite = <E>(
             gate.evaluate(call(id, "ls")))
           const seen = yield* Effect.forEach(subscribers, (f) => Effect.map(Fiber.join(f), Chunk.toArray))
           const first = seen[0]!.map((e) => e.toolCallId)
-          expect(first).toEqual(["c1", "c2", "c3", "c4", "c5"])
+          expect(first).toEqual<unknown>(["c1", "c2", "c3", "c4", "c5"])
           for (const s of seen) expect(s.map((e) => e.toolCallId)).toEqual(first)
         }))
 
@@ -733,7 +735,7 @@ export const toolGateSuite = <E>(
           const fiber = yield* Effect.fork(gate.auditLog({ afterSeq }).pipe(Stream.take(4), Stream.runCollect))
           yield* Effect.forEach(["c4", "c5"], (id) => gate.evaluate(call(id, "ls")))
           const events = Chunk.toArray(yield* Fiber.join(fiber))
-          expect(events.map((e) => e.toolCallId)).toEqual(["c2", "c3", "c4", "c5"])
+          expect(events.map((e) => e.toolCallId)).toEqual<unknown>(["c2", "c3", "c4", "c5"])
           const sessionOnly = yield* gate.auditLog({ sessionKey: "s2" }).pipe(
             Stream.take(1),
             Stream.runCollect,
@@ -741,7 +743,7 @@ export const toolGateSuite = <E>(
           )
           yield* gate.evaluate(call("c6", "ls", "s1"))
           yield* gate.evaluate(call("c7", "ls", "s2"))
-          expect(Chunk.toArray(yield* Fiber.join(sessionOnly)).map((e) => e.toolCallId)).toEqual(["c7"])
+          expect(Chunk.toArray(yield* Fiber.join(sessionOnly)).map((e) => e.toolCallId)).toEqual<unknown>(["c7"])
         }))
 
       test("beforePolicyDecision / afterPolicyDecision hooks see every decision", () =>
@@ -800,7 +802,7 @@ export const toolGateSuite = <E>(
           expect(shadows[1]!.requestId).toBe(paused.requestId)
           expect(shadows[1]!.reason).toContain("candidate policy would allow")
           // enforcement is the enforced policy's alone: one decision event per call, bash still pending
-          expect(events.filter((e) => e.type === "decision").map((e) => [e.toolCallId, e.outcome])).toEqual([
+          expect(events.filter((e) => e.type === "decision").map((e) => [e.toolCallId, e.outcome])).toEqual<unknown>([
             ["c1", "allow"],
             ["c2", "deny"],
             ["c5", "allow"]
@@ -827,21 +829,55 @@ export const toolGateSuite = <E>(
             requestId: ApprovalRequest.RequestId.make("shadowed-request"),
             toolCall: { ...template.toolCall, id: ToolCall.ToolCallId.make("c2") }
           }
-          const requested = { at: asked.createdAt, type: "approval.requested", outcome: "pending" } as const
-          const shadow = { at: asked.createdAt, type: "policy.shadow", outcome: "allow", toolCallId: "c2" } as const
+          const requested = AuditEvent.approvalRequested(asked, ToolCall.canonicalArgs(asked.toolCall.args))
+          const shadow: typeof AuditEvent.ShadowEvent.Type = {
+            at: asked.createdAt,
+            type: "policy.shadow",
+            outcome: "allow",
+            sessionKey: asked.toolCall.sessionKey,
+            toolCallId: asked.toolCall.id,
+            toolName: asked.toolCall.name,
+            policyVersion: "candidate",
+            reason: "the candidate policy would allow",
+            args: ToolCall.canonicalArgs(asked.toolCall.args),
+            enforced: "pending"
+          }
           const from = yield* store.lastSeq
           const created = yield* store.createRequest(asked, requested, shadow)
           if (created._tag !== "Created") throw new Error(`expected Created, got ${created._tag}`)
-          expect(created.shadow).toEqual({ ...shadow, requestId: asked.requestId, seq: created.event.seq + 1 })
+          expect(created.shadow).toEqual<unknown>({ ...shadow, requestId: asked.requestId, seq: created.event.seq + 1 })
           const events = yield* store.events({ afterSeq: from })
           expect(events.map((e) => [e.seq, e.type, e.requestId])).toEqual([
-            [from + 1, "approval.requested", undefined],
+            [from + 1, "approval.requested", asked.requestId],
             [from + 2, "policy.shadow", asked.requestId]
           ])
           // asked again: the request exists, so neither event is written again
           const again = yield* store.createRequest(asked, requested, shadow)
           expect(again._tag).toBe("Existing")
           expect(yield* store.lastSeq).toBe(from + 2)
+        }))
+
+      test("an event without a field its type carries is refused by the store, and nothing is written", () =>
+        Effect.gen(function*() {
+          const gate = yield* ToolGate.ToolGate
+          const store = yield* ApprovalStore.ApprovalStore
+          yield* gate.evaluate(call("c1", "ls"))
+          const [written] = yield* store.events()
+          if (written?.type !== "decision") throw new Error("expected the decision event")
+          const { seq: _, toolName: __, ...nameless } = written
+          const from = yield* store.lastSeq
+          // what a JavaScript caller could pass: the types would not let it through
+          const refused = yield* Effect.either(store.append([nameless as unknown as AuditEvent.UnsequencedEvent]))
+          expect(Either.isLeft(refused) && refused.left._tag).toBe("PersistenceError")
+          const { seq: ___, ...whole } = written
+          expect(
+            yield* Effect.either(
+              store.append([{ ...whole, type: "approval.resolved" } as unknown as AuditEvent.UnsequencedEvent])
+            )
+          )
+            .toMatchObject({ _tag: "Left", left: { _tag: "PersistenceError" } })
+          expect(yield* store.lastSeq).toBe(from)
+          expect((yield* store.append([whole])).map((e) => e.seq)).toEqual([from + 1])
         }))
     })
   })

@@ -88,7 +88,7 @@ describe("processes sharing a SQLite file (Node, better-sqlite3)", () => {
     expect(resolved).toHaveLength(200)
     expect(new Set(resolved.map((e) => e.requestId)).size).toBe(200)
     for (const [i, e] of events.entries()) expect(e.seq).toBe(events[0]!.seq + i)
-    const winners = new Map(resolved.map((e) => [e.requestId!, e.actor!]))
+    const winners = new Map<string, string>(resolved.map((e) => [e.requestId!, e.actor!]))
     for (const [i, r] of results.entries()) {
       for (const id of r.won as Array<string>) expect(winners.get(id)).toBe(["r1", "r2", "r3", "r4"][i])
     }

@@ -60,7 +60,7 @@ const suite = (backend: Backend) => {
           yield* gate.authorize(deploy)
           yield* gate.evaluate({ ...ls, id: "c4" })
           const decisions = (yield* events).filter((e) => e.type === "decision")
-          const byId = new Map(decisions.map((e) => [e.toolCallId, e]))
+          const byId = new Map<string, (typeof decisions)[number]>(decisions.map((e) => [e.toolCallId, e]))
           expect(byId.get("c1")).toMatchObject({ outcome: "allow", via: "policy", args: argsOf(ls) })
           expect(byId.get("c2")).toMatchObject({ outcome: "deny", args: argsOf(rm) })
           expect(byId.get("c3")).toMatchObject({ outcome: "allow", via: "sessionApproval", args: argsOf(deploy) })

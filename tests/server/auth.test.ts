@@ -294,6 +294,6 @@ describe("roles and session patterns over HTTP", () => {
       yield* server.gate.evaluate({ id: "b2", name: "ls", sessionKey: "team-b-1" })
       yield* server.gate.evaluate({ id: "a2", name: "ls", sessionKey: "team-a-2" })
       const events = yield* stream.take(2)
-      expect(events.map((e) => e.data.toolCallId)).toEqual(["a1", "a2"])
+      expect(events.map((e) => e.data.toolCallId)).toEqual<unknown>(["a1", "a2"])
     }))
 })

@@ -20,7 +20,7 @@
 import { Context, Effect, type Either, Layer, type Option, type ParseResult, type Queue, type Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalRequest, RequestId, Resolution } from "./ApprovalRequest.js"
-import type { AuditEvent, AuditQuery, UnsequencedEvent } from "./AuditEvent.js"
+import type { AuditEvent, AuditQuery, ShadowEvent, UnsequencedEvent } from "./AuditEvent.js"
 import type { Recorded as RecordedDecision } from "./Decision.js"
 import * as internal from "./internal/store/approvalStore.js"
 import type * as Codecs from "./internal/store/codecs.js"
@@ -137,7 +137,7 @@ export interface Service {
   readonly createRequest: (
     request: ApprovalRequest,
     event: UnsequencedEvent,
-    shadow?: UnsequencedEvent
+    shadow?: typeof ShadowEvent.Type
   ) => Effect.Effect<CreateResult, PersistenceError>
   /**
    * Moves a request out of `pending`, only if it is still pending, committing the event and, for

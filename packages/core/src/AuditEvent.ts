@@ -10,9 +10,11 @@
  * @since 0.1.0
  */
 import { Schema, type Types } from "effect"
-import type { ApprovalRequest, Resolution } from "./ApprovalRequest.js"
+import { type ApprovalRequest, RequestId, type Resolution } from "./ApprovalRequest.js"
 import * as Decision from "./Decision.js"
-import { canonicalArgs, type ToolCall } from "./ToolCall.js"
+import type { Exclusive } from "./internal/exclusive.js"
+import type { SessionApprovalId } from "./SessionApproval.js"
+import { canonicalArgs, SessionKey, type ToolCall, ToolCallId } from "./ToolCall.js"
 
 /**
  * - `decision`: a policy decision (allow / deny / pending) from `evaluate` or `authorize`
@@ -60,57 +62,324 @@ export const Outcome = Schema.Literal("allow", "deny", "pending", "approved", "d
  */
 export type Outcome = typeof Outcome.Type
 
-const fields = {
-  at: Schema.Number,
-  type: EventType,
-  outcome: Outcome,
-  /** absent only when approvals of every session were cleared */
-  sessionKey: Schema.optional(Schema.String),
-  toolCallId: Schema.optional(Schema.String),
-  toolName: Schema.optional(Schema.String),
-  requestId: Schema.optional(Schema.String),
-  rule: Schema.optional(Schema.String),
-  ruleSource: Schema.optional(Decision.RuleSource),
-  policyVersion: Schema.optional(Schema.String),
-  reason: Schema.optional(Schema.String),
-  /** who answered (a human's identity) or `system` for expiry */
-  actor: Schema.optional(Schema.String),
-  via: Schema.optional(Schema.Literal("policy", "sessionApproval", "default")),
-  sessionApprovalId: Schema.optional(Schema.String),
-  /** canonical JSON of the arguments asked for */
-  args: Schema.optional(Schema.String),
-  /** canonical JSON of the arguments the approver substituted */
-  editedArgs: Schema.optional(Schema.String),
-  /** milliseconds from the request to this event (answers, expiry) */
-  elapsedMs: Schema.optional(Schema.Number),
-  expiresAt: Schema.optional(Schema.Number),
-  /** `policy.shadow`: what the enforced policy decided (`outcome`, `rule`, `policyVersion` are the candidate's) */
-  enforced: Schema.optional(Outcome)
+// Fields in the order every event writes them on the wire (each type carries a subsequence).
+const at = Schema.Number
+const sessionKey = SessionKey
+const toolCallId = ToolCallId
+const toolName = Schema.String
+const requestId = RequestId
+const rule = Schema.String
+const ruleSource = Decision.RuleSource
+const policyVersion = Schema.String
+const reason = Schema.String
+/** who answered (a human's identity) or `system` for expiry */
+const actor = Schema.String
+const via = Schema.Literal("policy", "sessionApproval", "default")
+// plain, as decisions and resolutions carry it
+const sessionApprovalId = Schema.String
+/** canonical JSON of the arguments asked for */
+const args = Schema.String
+/** canonical JSON of the arguments the approver substituted */
+const editedArgs = Schema.String
+/** milliseconds from the request to this event (answers, expiry) */
+const elapsedMs = Schema.Number
+const expiresAt = Schema.Number
+const judged = Schema.Literal("allow", "deny", "pending")
+
+/** what a decision about a call says (`decision` and `policy.shadow`) */
+const decisionFields = {
+  sessionKey,
+  toolCallId,
+  toolName,
+  requestId: Schema.optional(requestId),
+  rule: Schema.optional(rule),
+  ruleSource: Schema.optional(ruleSource),
+  policyVersion,
+  reason: Schema.optional(reason),
+  via: Schema.optional(via),
+  sessionApprovalId: Schema.optional(sessionApprovalId),
+  args,
+  editedArgs: Schema.optional(editedArgs)
 }
 
+/** what names the request an event is about */
+const requestFields = { sessionKey, toolCallId, toolName, requestId, rule, ruleSource, policyVersion }
+
 /**
- * An event before the store gives it its sequence number.
+ * `decision`: a policy decision (allow / deny / pending) from `evaluate` or `authorize`.
  *
  * @since 0.1.0
  * @category models
  */
-export const UnsequencedEvent = Schema.Struct(fields)
-/**
- * @since 0.1.0
- * @category models
- */
-export interface UnsequencedEvent extends Schema.Schema.Type<typeof UnsequencedEvent> {}
+export const DecisionEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("decision"),
+  outcome: judged,
+  ...decisionFields
+})
 
 /**
+ * `approval.requested`: a request was created (the pending decision of `authorize`).
+ *
  * @since 0.1.0
  * @category models
  */
-export const AuditEvent = Schema.Struct({ seq: Schema.Number, ...fields })
+export const RequestedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("approval.requested"),
+  outcome: Schema.Literal("pending"),
+  ...requestFields,
+  reason,
+  args,
+  expiresAt
+})
+
+/**
+ * `approval.resolved`: a human approved or denied.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ResolvedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("approval.resolved"),
+  outcome: Schema.Literal("approved", "denied"),
+  ...requestFields,
+  reason: Schema.optional(reason),
+  actor: Schema.optional(actor),
+  sessionApprovalId: Schema.optional(sessionApprovalId),
+  args,
+  editedArgs: Schema.optional(editedArgs),
+  elapsedMs
+})
+
+/**
+ * `approval.expired`: the TTL ran out (timeout means deny); `actor` is `system`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ExpiredEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("approval.expired"),
+  outcome: Schema.Literal("expired"),
+  ...requestFields,
+  reason,
+  actor,
+  elapsedMs
+})
+
+/**
+ * `approval.expiring`: the warning before expiry.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ExpiringEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("approval.expiring"),
+  outcome: Schema.Literal("pending"),
+  ...requestFields,
+  expiresAt
+})
+
+/**
+ * `approval.extended`: an operator moved the deadline to `expiresAt`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ExtendedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("approval.extended"),
+  outcome: Schema.Literal("pending"),
+  ...requestFields,
+  actor: Schema.optional(actor),
+  expiresAt
+})
+
+/**
+ * `session.granted`: a tool-wide session approval recorded directly (not by answering a request).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const GrantedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("session.granted"),
+  outcome: Schema.Literal("approved"),
+  sessionKey,
+  toolName,
+  actor: Schema.optional(actor)
+})
+
+/**
+ * `session.revoked`: the approvals of one tool in one session (`sessionKey` and `toolName`), or
+ * one session approval by id (`sessionApprovalId`, with its session and tool when known).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const RevokedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("session.revoked"),
+  outcome: Schema.Literal("revoked"),
+  sessionKey: Schema.optional(sessionKey),
+  toolName: Schema.optional(toolName),
+  actor: Schema.optional(actor),
+  sessionApprovalId: Schema.optional(sessionApprovalId)
+})
+
+/**
+ * `approvals.cleared`: the session approvals of one session (`sessionKey`), or of every session
+ * (no `sessionKey`), were revoked.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ClearedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("approvals.cleared"),
+  outcome: Schema.Literal("cleared"),
+  sessionKey: Schema.optional(sessionKey),
+  actor: Schema.optional(actor)
+})
+
+/**
+ * `policy.shadow`: a candidate policy (dry run, `ToolGate.Options.shadowPolicy`) would have
+ * decided this call differently; nothing was enforced by it. `outcome`, `rule` and
+ * `policyVersion` are the candidate's, `enforced` what the enforced policy decided.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ShadowEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("policy.shadow"),
+  outcome: judged,
+  ...decisionFields,
+  reason,
+  enforced: judged
+})
+
+/**
+ * `call.refused`: a call refused before any judgement (its tool-call id names another call).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const RefusedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("call.refused"),
+  outcome: Schema.Literal("deny"),
+  sessionKey,
+  toolCallId,
+  toolName,
+  reason,
+  args
+})
+
+/**
+ * An event before the store gives it its sequence number: one of the event types, told apart by
+ * `type`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const UnsequencedEvent: Schema.Schema<UnsequencedEvent, UnsequencedEvent.Encoded> = Schema.Union(
+  DecisionEvent,
+  RequestedEvent,
+  ResolvedEvent,
+  ExpiredEvent,
+  ExpiringEvent,
+  ExtendedEvent,
+  GrantedEvent,
+  RevokedEvent,
+  ClearedEvent,
+  ShadowEvent,
+  RefusedEvent
+)
+export type UnsequencedEvent = Exclusive<Members["Type"]>
 /**
  * @since 0.1.0
  * @category models
  */
-export interface AuditEvent extends Schema.Schema.Type<typeof AuditEvent> {}
+export declare namespace UnsequencedEvent {
+  /**
+   * The JSON form of an event.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  export type Encoded = Exclusive<Members["Encoded"]>
+}
+
+type Members =
+  | typeof DecisionEvent
+  | typeof RequestedEvent
+  | typeof ResolvedEvent
+  | typeof ExpiredEvent
+  | typeof ExpiringEvent
+  | typeof ExtendedEvent
+  | typeof GrantedEvent
+  | typeof RevokedEvent
+  | typeof ClearedEvent
+  | typeof ShadowEvent
+  | typeof RefusedEvent
+
+const sequenced = <Fields extends Schema.Struct.Fields>(event: Schema.Struct<Fields>) =>
+  Schema.Struct({ seq: Schema.Number, ...event.fields })
+
+/**
+ * An event of the log, numbered by `seq`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const AuditEvent: Schema.Schema<AuditEvent, AuditEvent.Encoded> = Schema.Union(
+  sequenced(DecisionEvent),
+  sequenced(RequestedEvent),
+  sequenced(ResolvedEvent),
+  sequenced(ExpiredEvent),
+  sequenced(ExpiringEvent),
+  sequenced(ExtendedEvent),
+  sequenced(GrantedEvent),
+  sequenced(RevokedEvent),
+  sequenced(ClearedEvent),
+  sequenced(ShadowEvent),
+  sequenced(RefusedEvent)
+)
+/**
+ * An event of the log. Narrow by `type` for what a type carries; any field can be read on any
+ * event (a field its type never carries reads `undefined`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AuditEvent = Exclusive<Sequenced<Members["Type"]>>
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export declare namespace AuditEvent {
+  /**
+   * The JSON form of an event of the log.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  export type Encoded = Exclusive<Sequenced<Members["Encoded"]>>
+}
+
+type Sequenced<Event> = Event extends unknown ? { readonly seq: number } & Event : never
+
+/**
+ * The events of one type.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Of<Type extends EventType> = Extract<AuditEvent, { readonly type: Type }>
 
 /**
  * Filter for replay and live tails.
@@ -141,11 +410,8 @@ export const matches = (query: AuditQuery) => (event: AuditEvent): boolean =>
   (query.until === undefined || event.at <= query.until)
 
 // --- constructors, one per event type ----------------------------------------------------------
-// The schema above is flat (every field optional but `at`, `type` and `outcome`); these say which
-// fields each type carries. Key order is part of the JSON on the wire, so each builds its object
-// in the order the gate always wrote it.
 
-const requestFields = (request: ApprovalRequest) => ({
+const aboutRequest = (request: ApprovalRequest) => ({
   sessionKey: request.toolCall.sessionKey,
   toolCallId: request.toolCall.id,
   toolName: request.toolCall.name,
@@ -169,32 +435,31 @@ export const decision = (
   at: number,
   args: string,
   request?: ApprovalRequest
-): UnsequencedEvent => {
-  // built field by field rather than by spreading: this runs once per decision on the hot path
-  const event: Types.Mutable<UnsequencedEvent> = {
+): typeof DecisionEvent.Type => {
+  // Built field by field, in the schema's order, rather than by spreading: this runs once per
+  // decision on the hot path, and the store keeps an event in that order as it is (no copy).
+  // Partial until the required fields below are set.
+  const event = {
     at,
     type: "decision",
     outcome: Decision.outcome(decision),
     sessionKey: call.sessionKey,
     toolCallId: call.id,
-    toolName: call.name,
-    policyVersion: decision.policyVersion,
-    args
-  }
+    toolName: call.name
+  } as Types.Mutable<typeof DecisionEvent.Type>
+  if (request !== undefined) event.requestId = request.requestId
   if (decision.rule !== undefined) {
     event.rule = decision.rule.id
     event.ruleSource = decision.rule.source
   }
+  event.policyVersion = decision.policyVersion
+  if (decision._tag === "Deny") event.reason = decision.reason
   if (decision._tag === "Allow") {
     event.via = decision.via
     if (decision.sessionApprovalId !== undefined) event.sessionApprovalId = decision.sessionApprovalId
-  } else if (decision._tag === "Deny") {
-    event.reason = decision.reason
   }
-  if (request !== undefined) {
-    event.requestId = request.requestId
-    if (request.resolution?.editedArgs !== undefined) event.editedArgs = canonicalArgs(request.resolution.editedArgs)
-  }
+  event.args = args
+  if (request?.resolution?.editedArgs !== undefined) event.editedArgs = canonicalArgs(request.resolution.editedArgs)
   return event
 }
 
@@ -214,17 +479,19 @@ export const policyShadow = (
   candidate: Decision.Decision,
   at: number,
   args: string,
-  requestId?: string
-): UnsequencedEvent => {
+  requestId?: RequestId
+): typeof ShadowEvent.Type => {
   const was = Decision.outcome(enforced)
-  const event: Types.Mutable<UnsequencedEvent> = decision(call, candidate, at, args)
-  event.type = "policy.shadow"
-  event.enforced = was
-  event.reason = `the candidate policy would ${asked(event.outcome)}` +
-    (candidate.rule !== undefined ? ` (rule ${candidate.rule.id})` : "") +
-    `; the enforced policy decided ${was === "pending" ? "to ask for approval" : was}`
-  if (requestId !== undefined) event.requestId = requestId
-  return event
+  const judged = decision(call, candidate, at, args)
+  return {
+    ...judged,
+    type: "policy.shadow",
+    reason: `the candidate policy would ${asked(judged.outcome)}` +
+      (candidate.rule !== undefined ? ` (rule ${candidate.rule.id})` : "") +
+      `; the enforced policy decided ${was === "pending" ? "to ask for approval" : was}`,
+    enforced: was,
+    ...(requestId !== undefined ? { requestId } : {})
+  }
 }
 
 /**
@@ -233,15 +500,15 @@ export const policyShadow = (
  * @since 0.1.0
  * @category constructors
  */
-export const callRefused = (call: ToolCall, at: number, args: string, reason: string): UnsequencedEvent => ({
+export const callRefused = (call: ToolCall, at: number, args: string, reason: string): typeof RefusedEvent.Type => ({
   at,
   type: "call.refused",
   outcome: "deny",
   sessionKey: call.sessionKey,
   toolCallId: call.id,
   toolName: call.name,
-  args,
-  reason
+  reason,
+  args
 })
 
 /**
@@ -250,11 +517,11 @@ export const callRefused = (call: ToolCall, at: number, args: string, reason: st
  * @since 0.1.0
  * @category constructors
  */
-export const approvalRequested = (request: ApprovalRequest, args: string): UnsequencedEvent => ({
+export const approvalRequested = (request: ApprovalRequest, args: string): typeof RequestedEvent.Type => ({
   at: request.createdAt,
   type: "approval.requested",
   outcome: "pending",
-  ...requestFields(request),
+  ...aboutRequest(request),
   reason: request.reason,
   args,
   expiresAt: request.expiresAt
@@ -266,11 +533,11 @@ export const approvalRequested = (request: ApprovalRequest, args: string): Unseq
  * @since 0.1.0
  * @category constructors
  */
-export const approvalResolved = (request: ApprovalRequest, resolution: Resolution): UnsequencedEvent => ({
+export const approvalResolved = (request: ApprovalRequest, resolution: Resolution): typeof ResolvedEvent.Type => ({
   at: resolution.resolvedAt,
   type: "approval.resolved",
   outcome: resolution.status === "approved" ? "approved" : "denied",
-  ...requestFields(request),
+  ...aboutRequest(request),
   ...(resolution.reason !== undefined ? { reason: resolution.reason } : {}),
   ...(resolution.respondedBy !== undefined ? { actor: resolution.respondedBy } : {}),
   ...(resolution.sessionApprovalId !== undefined ? { sessionApprovalId: resolution.sessionApprovalId } : {}),
@@ -285,11 +552,11 @@ export const approvalResolved = (request: ApprovalRequest, resolution: Resolutio
  * @since 0.1.0
  * @category constructors
  */
-export const approvalExpired = (request: ApprovalRequest, at: number): UnsequencedEvent => ({
+export const approvalExpired = (request: ApprovalRequest, at: number): typeof ExpiredEvent.Type => ({
   at,
   type: "approval.expired",
   outcome: "expired",
-  ...requestFields(request),
+  ...aboutRequest(request),
   reason: "approval timed out (timeout means deny)",
   actor: "system",
   elapsedMs: at - request.createdAt
@@ -301,11 +568,11 @@ export const approvalExpired = (request: ApprovalRequest, at: number): Unsequenc
  * @since 0.1.0
  * @category constructors
  */
-export const approvalExpiring = (request: ApprovalRequest, at: number): UnsequencedEvent => ({
+export const approvalExpiring = (request: ApprovalRequest, at: number): typeof ExpiringEvent.Type => ({
   at,
   type: "approval.expiring",
   outcome: "pending",
-  ...requestFields(request),
+  ...aboutRequest(request),
   expiresAt: request.expiresAt
 })
 
@@ -320,28 +587,13 @@ export const approvalExtended = (
   at: number,
   expiresAt: number,
   actor: string | undefined
-): UnsequencedEvent => ({
+): typeof ExtendedEvent.Type => ({
   at,
   type: "approval.extended",
   outcome: "pending",
-  ...requestFields(request),
+  ...aboutRequest(request),
   ...(actor !== undefined ? { actor } : {}),
   expiresAt
-})
-
-const sessionToolEvent = (type: "session.granted" | "session.revoked", outcome: "approved" | "revoked") =>
-(
-  sessionKey: string,
-  toolName: string,
-  at: number,
-  actor: string | undefined
-): UnsequencedEvent => ({
-  at,
-  type,
-  outcome,
-  sessionKey,
-  toolName,
-  ...(actor !== undefined ? { actor } : {})
 })
 
 /**
@@ -350,7 +602,19 @@ const sessionToolEvent = (type: "session.granted" | "session.revoked", outcome: 
  * @since 0.1.0
  * @category constructors
  */
-export const sessionGranted = sessionToolEvent("session.granted", "approved")
+export const sessionGranted = (
+  sessionKey: SessionKey,
+  toolName: string,
+  at: number,
+  actor: string | undefined
+): typeof GrantedEvent.Type => ({
+  at,
+  type: "session.granted",
+  outcome: "approved",
+  sessionKey,
+  toolName,
+  ...(actor !== undefined ? { actor } : {})
+})
 
 /**
  * `session.revoked`, for every approval of one tool in one session.
@@ -358,7 +622,19 @@ export const sessionGranted = sessionToolEvent("session.granted", "approved")
  * @since 0.1.0
  * @category constructors
  */
-export const sessionToolRevoked = sessionToolEvent("session.revoked", "revoked")
+export const sessionToolRevoked = (
+  sessionKey: SessionKey,
+  toolName: string,
+  at: number,
+  actor: string | undefined
+): typeof RevokedEvent.Type => ({
+  at,
+  type: "session.revoked",
+  outcome: "revoked",
+  sessionKey,
+  toolName,
+  ...(actor !== undefined ? { actor } : {})
+})
 
 /**
  * `session.revoked`, for one session approval by id (`held`: its session and tool, when known).
@@ -367,17 +643,17 @@ export const sessionToolRevoked = sessionToolEvent("session.revoked", "revoked")
  * @category constructors
  */
 export const sessionApprovalRevoked = (
-  sessionApprovalId: string,
-  held: { readonly sessionKey: string; readonly toolName: string } | undefined,
+  sessionApprovalId: SessionApprovalId,
+  held: { readonly sessionKey: SessionKey; readonly toolName: string } | undefined,
   at: number,
   actor: string | undefined
-): UnsequencedEvent => ({
+): typeof RevokedEvent.Type => ({
   at,
   type: "session.revoked",
   outcome: "revoked",
-  sessionApprovalId,
   ...(held !== undefined ? { sessionKey: held.sessionKey, toolName: held.toolName } : {}),
-  ...(actor !== undefined ? { actor } : {})
+  ...(actor !== undefined ? { actor } : {}),
+  sessionApprovalId
 })
 
 /**
@@ -387,10 +663,10 @@ export const sessionApprovalRevoked = (
  * @category constructors
  */
 export const approvalsCleared = (
-  sessionKey: string | undefined,
+  sessionKey: SessionKey | undefined,
   at: number,
   actor: string | undefined
-): UnsequencedEvent => ({
+): typeof ClearedEvent.Type => ({
   at,
   type: "approvals.cleared",
   outcome: "cleared",

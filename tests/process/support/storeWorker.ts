@@ -11,7 +11,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { ApprovalStore, PauseSignal, Policy, SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, PauseSignal, Policy, SqlApprovalStore, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Layer, Redacted } from "effect"
@@ -68,10 +68,12 @@ const hang = (count: number) => {
       at: Date.now(),
       type: "decision" as const,
       outcome: "allow" as const,
-      sessionKey: "hang",
-      toolCallId: `hang-${process.pid}-${i}`,
+      sessionKey: ToolCall.SessionKey.make("hang"),
+      toolCallId: ToolCall.ToolCallId.make(`hang-${process.pid}-${i}`),
       toolName: "ls",
-      via: "policy" as const
+      policyVersion: "v1",
+      via: "policy" as const,
+      args: "{}"
     }))
     yield* sql.withTransaction(Effect.gen(function*() {
       const sequenced = yield* approvals.append(events)

@@ -259,7 +259,11 @@ describe("AgentLoop over a gated toolkit", () => {
       expect(seen(second.text)[0]!.result).toBe("deployed 1.2.0 to production")
       expect(ran).toHaveLength(2)
       const decisions = (yield* store.events({ sessionKey: "s-1" })).filter((e) => e.type === "decision")
-      expect(decisions.map((e) => [e.toolCallId, e.outcome, e.via])).toEqual([["call-two", "allow", "sessionApproval"]])
+      expect(decisions.map((e) => [e.toolCallId, e.outcome, e.via])).toEqual<unknown>([[
+        "call-two",
+        "allow",
+        "sessionApproval"
+      ]])
 
       const elsewhere = paused(yield* agent.run("three", { ...session, sessionKey: "s-2" }))
       expect(elsewhere.requests[0]!.metadata).toMatchObject({ sessionKey: "s-2", toolCallId: "call-three" })

@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore as Store } from "@tool-gate/core"
-import { ApprovalRequest, ApprovalStore, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { ApprovalRequest, ApprovalStore, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { Context, Effect, Layer, Schema } from "effect"
 
 export const request = (n: number, options: { readonly sessionKey?: string; readonly callId?: string } = {}) =>
@@ -30,18 +30,11 @@ export const request = (n: number, options: { readonly sessionKey?: string; read
 
 const event = Schema.decodeUnknownSync(AuditEvent.UnsequencedEvent)
 
-const about = (r: ApprovalRequest.ApprovalRequest) => ({
-  sessionKey: r.toolCall.sessionKey,
-  toolCallId: r.toolCall.id,
-  toolName: r.toolCall.name,
-  requestId: r.requestId
-})
-
 export const requested = (r: ApprovalRequest.ApprovalRequest) =>
-  event({ at: r.createdAt, type: "approval.requested", outcome: "pending", ...about(r), rule: r.rule.id })
+  AuditEvent.approvalRequested(r, ToolCall.canonicalArgs(r.toolCall.args))
 
 export const resolved = (r: ApprovalRequest.ApprovalRequest, actor: string) =>
-  event({ at: r.createdAt + 5, type: "approval.resolved", outcome: "approved", ...about(r), actor })
+  AuditEvent.approvalResolved(r, approval(r, actor))
 
 export const approval = (r: ApprovalRequest.ApprovalRequest, actor: string): ApprovalRequest.Resolution => ({
   status: "approved",
@@ -58,7 +51,9 @@ export const decision = (n: number, sessionKey = "s1") =>
     sessionKey,
     toolCallId: `d_${n}`,
     toolName: "LS",
-    via: "policy"
+    policyVersion: "v1",
+    via: "policy",
+    args: "{}"
   })
 
 export const grant = (n: number, sessionKey = "s1"): Store.NewSessionApproval =>

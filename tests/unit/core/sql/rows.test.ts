@@ -3,7 +3,7 @@
  * decode cache returns what the Schemas decode. These properties are what allow the store to skip
  * `Schema.encode` on write and, for text this process wrote, `Schema.decode` on read.
  */
-import { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { ApprovalRequest, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
 import * as Rows from "../../../../packages/core/src/internal/sqlRows.js"
@@ -222,7 +222,16 @@ describe("SQL row codecs", () => {
 
   test("the cache is bounded, least recently used out first", () => {
     const codec = Rows.makeCodecs(100).event
-    const event = (n: number): AuditEvent.UnsequencedEvent => ({ at: n, type: "decision", outcome: "allow" })
+    const event = (n: number): AuditEvent.UnsequencedEvent => ({
+      at: n,
+      type: "decision",
+      outcome: "allow",
+      sessionKey: ToolCall.SessionKey.make("s1"),
+      toolCallId: ToolCall.ToolCallId.make(`c${n}`),
+      toolName: "ls",
+      policyVersion: "v1",
+      args: "{}"
+    })
     const text = (n: number) => Either.getOrThrow(codec.json(event(n)))
     const kept = Either.getOrThrow(codec.read(text(0)))
     for (let n = 1; n < 1000; n++) {

@@ -1,4 +1,4 @@
-import { ApprovalRequest, AuditEvent, SessionApproval } from "@tool-gate/core"
+import { ApprovalRequest, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Arbitrary, Effect, Either, FastCheck as fc, Option, Schema } from "effect"
 import { join } from "node:path"
@@ -37,7 +37,7 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       const a = yield* openFile(file, "a_")
       const b = yield* openFile(file, "b_")
       yield* a.store.createRequest(request(1), requested(request(1)))
-      yield* a.store.grant(grant(1), { at: 1, type: "session.granted", outcome: "approved", sessionKey: "s1" })
+      yield* a.store.grant(grant(1), AuditEvent.sessionGranted(ToolCall.SessionKey.make("s1"), "ls", 1, undefined))
       expect(yield* b.store.lastSeq).toBe(0)
       expect(yield* b.store.getRequest(request(1).requestId)).toEqual(Option.none())
       expect(yield* b.store.listPending()).toEqual([])
@@ -82,7 +82,7 @@ describe("SqlApprovalStore storage (SQLite)", () => {
         { seq: number; tool_name: string; event: string }
       >`SELECT * FROM toolgate_events ORDER BY seq`
       expect(events.map((e) => [e.seq, e.tool_name])).toEqual([[1, "bash"], [2, "bash"], [3, "ls"]])
-      const decoded = events.map((e) =>
+      const decoded = events.map((e): AuditEvent.UnsequencedEvent =>
         Schema.decodeUnknownSync(Schema.parseJson(AuditEvent.UnsequencedEvent))(e.event)
       )
       expect(decoded[0]!.toolName).toBe("Bash")

@@ -52,7 +52,7 @@ describe("audit events built by their constructors", () => {
       ])
       expect(byType("approval.expired").map((e) => [e.actor, e.requestId])).toEqual([["system", second.requestId]])
       expect(byType("approval.extended").map((e) => [e.actor, e.requestId])).toEqual([["ops", second.requestId]])
-      expect(byType("call.refused").map((e) => [e.outcome, e.toolCallId])).toEqual([["deny", "c1"]])
+      expect(byType("call.refused").map((e) => [e.outcome, e.toolCallId])).toEqual<unknown>([["deny", "c1"]])
       expect(byType("session.revoked").map((e) => [e.sessionKey, e.toolName, e.actor])).toEqual([[
         "s1",
         "deploy",

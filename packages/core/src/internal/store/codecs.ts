@@ -1,11 +1,11 @@
 import type { ParseResult } from "effect"
-import { Either, Schema } from "effect"
-import { ApprovalRequest, Resolution, Status } from "../../ApprovalRequest.js"
-import { EventType, Outcome, UnsequencedEvent } from "../../AuditEvent.js"
+import { Either, Schema, SchemaAST } from "effect"
+import { ApprovalRequest, RequestId, Resolution, Status } from "../../ApprovalRequest.js"
+import { UnsequencedEvent } from "../../AuditEvent.js"
 import { Recorded, RuleRef, RuleSource, SessionScope } from "../../Decision.js"
 import { maxCallLimits } from "../../Limits.js"
 import { SessionApproval } from "../../SessionApproval.js"
-import { ToolCall } from "../../ToolCall.js"
+import { SessionKey, ToolCall, ToolCallId } from "../../ToolCall.js"
 import { isCleanText } from "../callText.js"
 import { fitsPortable } from "../canonical.js"
 
@@ -65,16 +65,15 @@ const copyJson = (value: unknown): unknown => {
 const pickJson: Pick = (value) => copyJson(value) as Record<string, unknown> | undefined
 
 /**
- * Copies the fields of a `Schema.Struct`, in the schema's order, leaving out absent and
+ * Copies the fields named by `keys` (a schema's, in its order), leaving out absent and
  * `undefined` ones (JSON would drop them too); `nested` picks struct-valued fields. `undefined`
  * when a number field is not finite: JSON would write `null`, which no longer decodes, so such a
  * value takes the Schema path (and is not seeded into the cache).
  */
 const picker = (
-  fields: Schema.Struct.Fields,
+  keys: ReadonlyArray<string>,
   nested: Record<string, Pick> = {}
 ): Pick => {
-  const keys = Object.keys(fields)
   return (value) => {
     const out: Record<string, unknown> = {}
     for (let i = 0; i < keys.length; i++) {
@@ -131,9 +130,6 @@ const isScope = oneOf(SessionScope.literals)
 const isStatus = oneOf(Status.literals)
 const isResolutionStatus = oneOf(["approved", "denied", "expired"])
 const isDecision = oneOf(["approve_once", "approve_session", "deny"])
-const isEventType = oneOf(EventType.literals)
-const isOutcome = oneOf(Outcome.literals)
-const isVia = oneOf(["policy", "sessionApproval", "default"])
 
 const toolCallKeys = onlyKeys(["id", "name", "args", "sessionKey", "agentId", "intentId", "userId", "workingDirectory"])
 const isToolCall = (u: unknown) =>
@@ -188,35 +184,100 @@ const isRequest = (u: unknown) =>
   isString(u.prompt) && isNumber(u.createdAt) && isNumber(u.expiresAt) && isStatus(u.status) &&
   optional(u.resolution, isResolution) && optional(u.consumedAt, isNumber) && optional(u.warnedAt, isNumber)
 
-const eventKeys = onlyKeys([
-  "at",
-  "type",
-  "outcome",
-  "sessionKey",
-  "toolCallId",
-  "toolName",
-  "requestId",
-  "rule",
-  "ruleSource",
-  "policyVersion",
-  "reason",
-  "actor",
-  "via",
-  "sessionApprovalId",
-  "args",
-  "editedArgs",
-  "elapsedMs",
-  "expiresAt",
-  "enforced"
+// Events are flat (every field a primitive): each type's check is read off its schema, with the
+// ids checked by hand as above and any other refinement by the Schema.
+const knownChecks = new Map<SchemaAST.AST, (u: unknown) => boolean>([
+  [SessionKey.ast, isCallId],
+  [ToolCallId.ast, isCallId],
+  [RequestId.ast, isId]
 ])
-const isEvent = (u: unknown) =>
-  isObject(u) && eventKeys(u) && isNumber(u.at) && isEventType(u.type) && isOutcome(u.outcome) &&
-  optional(u.sessionKey, isString) && optional(u.toolCallId, isString) && optional(u.toolName, isString) &&
-  optional(u.requestId, isString) && optional(u.rule, isString) && optional(u.ruleSource, isRuleSource) &&
-  optional(u.policyVersion, isString) && optional(u.reason, isString) && optional(u.actor, isString) &&
-  optional(u.via, isVia) && optional(u.sessionApprovalId, isString) && optional(u.args, isString) &&
-  optional(u.editedArgs, isString) && optional(u.elapsedMs, isNumber) && optional(u.expiresAt, isNumber) &&
-  optional(u.enforced, isOutcome)
+const fieldCheck = (ast: SchemaAST.AST): (u: unknown) => boolean => {
+  const known = knownChecks.get(ast)
+  if (known !== undefined) return known
+  switch (ast._tag) {
+    case "Literal":
+      return (u) => u === ast.literal
+    case "StringKeyword":
+      return isString
+    case "NumberKeyword":
+      return isNumber
+    case "Union": {
+      // `undefined` is an absent field, judged by the caller
+      const members = ast.types.filter((member) => !SchemaAST.isUndefinedKeyword(member)).map(fieldCheck)
+      return (u) => members.some((check) => check(u))
+    }
+    case "Refinement":
+      return Schema.is(Schema.make(ast))
+    default:
+      return () => false
+  }
+}
+/** An event type: its fields in the schema's order and their checks. */
+const eventShape = (signatures: ReadonlyArray<SchemaAST.PropertySignature>) => {
+  const names = signatures.map((signature) => signature.name as string)
+  const keys = onlyKeys(names)
+  const fields = signatures.map((signature) => ({
+    name: signature.name as string,
+    optional: signature.isOptional,
+    check: fieldCheck(signature.type)
+  }))
+  /** every field present is one of the type's, with a valid value, and every required one is there */
+  const check = (u: Json) => {
+    if (!keys(u)) return false
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i]!
+      const value = u[field.name]
+      if (value === undefined ? !field.optional : !field.check(value)) return false
+    }
+    return true
+  }
+  /** the keys in the schema's order, none `undefined`, numbers as JSON reads them back */
+  const inOrder = (u: Json) => {
+    let next = 0
+    for (const key in u) {
+      while (next < names.length && names[next] !== key) next++
+      if (next === names.length) return false
+      const value = u[key]
+      if (value === undefined || (typeof value === "number" && (!Number.isFinite(value) || Object.is(value, -0)))) {
+        return false
+      }
+      next++
+    }
+    return true
+  }
+  return { check, inOrder, pick: picker(names) }
+}
+const eventShapes = new Map(
+  (UnsequencedEvent.ast as SchemaAST.Union<SchemaAST.TypeLiteral>).types.map((member) => {
+    const type = member.propertySignatures.find((signature) => signature.name === "type")!.type as SchemaAST.Literal
+    return [type.literal as string, eventShape(member.propertySignatures)] as const
+  })
+)
+const isEvent = (u: unknown) => isObject(u) && eventShapes.get(u.type as string)?.check(u) === true
+
+/**
+ * Events are flat and written on every decision: one already in its encoded form (the
+ * constructors build them so) is frozen and kept as it is, any other is copied into it; a value
+ * whose copy does not pass its type's check takes the Schema, which names the problem.
+ */
+const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> => {
+  const encode = Schema.encodeEither(UnsequencedEvent)
+  const decode = Schema.decodeUnknownEither(UnsequencedEvent)
+  return {
+    encode: (value) => {
+      const shape = eventShapes.get(value.type)
+      if (shape !== undefined) {
+        if (shape.inOrder(value) && shape.check(value)) return Either.right(Object.freeze(value))
+        const picked = shape.pick(value)
+        if (picked !== undefined && shape.check(picked)) {
+          return Either.right(Object.freeze(picked) as UnsequencedEvent.Encoded)
+        }
+      }
+      return encode(value)
+    },
+    decode: (encoded) => isEvent(encoded) ? Either.right(encoded as UnsequencedEvent) : decode(encoded)
+  }
+}
 
 const approvalKeys = onlyKeys([
   "id",
@@ -294,13 +355,13 @@ const makeCodec = <A, I>(
   }
 }
 
-const pickRequest = picker(ApprovalRequest.fields, {
-  toolCall: picker(ToolCall.fields, { args: pickJson }),
-  rule: picker(RuleRef.fields),
-  resolution: picker(Resolution.fields, { editedArgs: pickJson })
+const pickRequest = picker(Object.keys(ApprovalRequest.fields), {
+  toolCall: picker(Object.keys(ToolCall.fields), { args: pickJson }),
+  rule: picker(Object.keys(RuleRef.fields)),
+  resolution: picker(Object.keys(Resolution.fields), { editedArgs: pickJson })
 })
-const pickEvent = picker(UnsequencedEvent.fields)
-const pickApproval = picker(SessionApproval.fields)
+const pickEvent: Pick = (value) => eventShapes.get(value.type)?.pick(value)
+const pickApproval = picker(Object.keys(SessionApproval.fields))
 
 /**
  * The codecs of one store.
@@ -309,7 +370,7 @@ const pickApproval = picker(SessionApproval.fields)
  */
 export const makeCodecs = () => ({
   request: makeCodec(ApprovalRequest, pickRequest, isRequest),
-  event: makeCodec(UnsequencedEvent, pickEvent, isEvent, true),
+  event: makeEventCodec(),
   approval: makeCodec(SessionApproval, pickApproval, isApproval, true),
   // read only when a call id is asked for again: the Schema both ways
   decision: makeCodec(Recorded, undefined, undefined)
@@ -320,7 +381,7 @@ export type Codecs = ReturnType<typeof makeCodecs>
 
 /** Encoded forms, as drivers keep them. */
 export type RequestEncoded = typeof ApprovalRequest.Encoded
-export type EventEncoded = typeof UnsequencedEvent.Encoded
+export type EventEncoded = UnsequencedEvent.Encoded
 export type ApprovalEncoded = typeof SessionApproval.Encoded
 export type DecisionEncoded = typeof Recorded.Encoded
 
