@@ -58,10 +58,11 @@
 import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
 import type { ToolGate, ToolGateError } from "@tool-gate/core"
 import { Checkpoint, type PauseSignal, ToolCall } from "@tool-gate/core"
-import { Data, Duration, Effect, Either, Schema } from "effect"
+import { Data, Duration, Effect, Schema } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
 import * as CallIds from "./internal/callIds.js"
 import * as Lease from "./internal/lease.js"
+import * as Turn from "./internal/turn.js"
 
 /**
  * What a paused loop stores: the conversation up to and including the model's turn with the tool
@@ -213,35 +214,6 @@ export interface AgentLoop<Tools extends Record<string, Tool.Any>, E, R> {
   ) => Effect.Effect<Result, Error<Tools> | ResumeError | E, Requirements<Tools> | R>
 }
 
-const toolMessage = (results: ReadonlyArray<GatedToolkit.ToolResult>): Prompt.Prompt =>
-  Prompt.fromMessages([
-    Prompt.makeMessage("tool", {
-      content: results.map((result) => Prompt.makePart("tool-result", { ...result, providerExecuted: false }))
-    })
-  ])
-
-// A retried resume after a crash: the approval was spent by the attempt that died, which may or
-// may not have run the tool; the model is told so rather than the call running twice.
-const lostResult = (call: GatedToolkit.ModelCall): GatedToolkit.ToolResult => ({
-  id: call.id,
-  name: call.name,
-  isFailure: true,
-  result: {
-    interrupted: true,
-    message:
-      `The approved call ${call.id} (${call.name}) was started by an earlier attempt that stopped before finishing; its result is unknown.`
-  }
-})
-
-/** Saves a paused turn: the results obtained and the calls that wait. */
-type SaveTurn = (
-  results: Array<GatedToolkit.ToolResult>,
-  pending: Array<PauseSignal.PauseSignal>
-) => Effect.Effect<
-  Checkpoint.Token,
-  ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError
->
-
 /**
  * @since 0.1.0
  * @category constructors
@@ -256,10 +228,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
     ? options.toolkit
     : Effect.succeed(options.toolkit)
 
-  const reported = <O extends GatedToolkit.Outcome, Err, Req>(
-    call: GatedToolkit.ModelCall,
-    outcome: Effect.Effect<O, Err, Req>
-  ) => Effect.tap(outcome, (settled) => onStep(Step.CallHandled({ call, outcome: settled })))
+  const report: Turn.Report = (call, outcome) => onStep(Step.CallHandled({ call, outcome }))
 
   // The gate and the checkpoint keep the parameters as JSON: encode back what @effect/ai decoded.
   const encodeCall = (
@@ -273,75 +242,6 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
           AiError.MalformedOutput.fromParseError({ module: "AgentLoop", method: "run", error })
         )
       )
-
-  /**
-   * The turn's results, and its checkpoint when calls wait for a human. A call whose id replayed
-   * a request another conversation's checkpoint waits for (the save refuses to mix them) is
-   * refused like any reused id, and the turn is saved, or goes on, without it.
-   */
-  const pauseOrGoOn = (
-    session: ToolCall.CallContext,
-    calls: ReadonlyArray<GatedToolkit.ModelCall>,
-    outcomes: ReadonlyArray<GatedToolkit.Outcome>,
-    save: SaveTurn
-  ): Effect.Effect<
-    { readonly results: Array<GatedToolkit.ToolResult>; readonly paused: Paused | undefined },
-    ToolGateError.RequestNotFound | ToolGateError.CheckpointInvalid | ToolGateError.PersistenceError,
-    Checkpoint.Checkpoints
-  > =>
-    Effect.gen(function*() {
-      const results = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [] : [outcome.result])
-      const pending = outcomes.flatMap((outcome) => outcome._tag === "Pending" ? [outcome.signal] : [])
-      if (pending.length === 0) return { results, paused: undefined }
-      const saved = yield* Effect.either(save(results, pending))
-      if (Either.isRight(saved)) return { results, paused: new Paused({ token: saved.right, requests: pending }) }
-      if (saved.left._tag !== "CheckpointInvalid") return yield* saved.left
-      const taken = new Set(
-        (yield* Effect.filter(pending, CallIds.held)).map((signal) => signal.requestId)
-      )
-      if (taken.size === 0) return yield* saved.left
-      const refused = outcomes.map((outcome, i) =>
-        outcome._tag === "Pending" && taken.has(outcome.signal.requestId)
-          ? CallIds.reusedIdOutcome(calls[i]!, session)
-          : outcome
-      )
-      yield* Effect.forEach(
-        refused,
-        (outcome, i) => outcome === outcomes[i] ? Effect.void : onStep(Step.CallHandled({ call: calls[i]!, outcome })),
-        { discard: true }
-      )
-      return yield* pauseOrGoOn(session, calls, refused, save)
-    })
-
-  /**
-   * One model turn's calls, each through the gate (after `fence`), then the checkpoint if any
-   * waits for a human. If the turn fails in between, the requests it asked for are released.
-   */
-  const settleTurn = <FE>(
-    toolkit: Toolkit.WithHandler<Tools>,
-    session: ToolCall.CallContext,
-    calls: ReadonlyArray<GatedToolkit.ModelCall>,
-    fence: Effect.Effect<void, FE>,
-    save: SaveTurn
-  ) => {
-    const asked: Array<PauseSignal.PauseSignal> = []
-    return Effect.gen(function*() {
-      const outcomes = yield* Effect.forEach(calls, (call) =>
-        Effect.zipRight(
-          fence,
-          reported(
-            call,
-            GatedToolkit.authorize(toolkit, call, session).pipe(
-              Effect.catchIf(CallIds.reusedId(call), () => Effect.succeed(CallIds.reusedIdOutcome(call, session))),
-              Effect.tap((outcome) =>
-                outcome._tag === "Pending" ? Effect.sync(() => asked.push(outcome.signal)) : Effect.void
-              )
-            )
-          )
-        ))
-      return yield* pauseOrGoOn(session, calls, outcomes, save)
-    }).pipe(Effect.onError(() => Effect.forEach(asked, CallIds.releaseOrphan, { discard: true })))
-  }
 
   /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
   const continueFrom = <FE>(
@@ -379,20 +279,21 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         yield* onStep(Step.ModelReplied({ turn: turns + 1, text: response.text, calls }))
         if (calls.length === 0) return new Completed({ text: response.text, prompt: history, turns: turns + 1 })
 
-        const { paused, results } = yield* settleTurn(
+        const { results, waiting } = yield* Turn.settle({
           toolkit,
           session,
           calls,
           fence,
-          (results, pending) =>
+          report,
+          save: (results, pending) =>
             checkpoints.save(
               checkpoint,
               pending.map((signal) => signal.requestId),
               { session, prompt: history, calls, results, turns: turns + 1 }
             )
-        )
-        if (paused !== undefined) return paused
-        prompt = Prompt.merge(history, toolMessage(results))
+        })
+        if (waiting !== undefined) return new Paused(waiting)
+        prompt = Prompt.merge(history, Turn.toolMessage(results))
       }
     })
 
@@ -415,9 +316,9 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         return result !== undefined
           ? Effect.succeed(result)
           : Effect.zipRight(fence, GatedToolkit.gate(toolkit, call, state.session)).pipe(
-            (settled) => reported(call, settled),
+            Effect.tap((settled) => report(call, settled)),
             Effect.map((settled) => settled.result),
-            Effect.catchTag("CallAlreadyExecuted", () => Effect.succeed(lostResult(call)))
+            Effect.catchTag("CallAlreadyExecuted", () => Effect.succeed(Turn.lostResult(call)))
           )
       })
       // Kept before the model goes on: a retry after a crash from here reads these results.
@@ -425,7 +326,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       const next = yield* continueFrom(
         toolkit,
         state.session,
-        Prompt.merge(state.prompt, toolMessage(results)),
+        Prompt.merge(state.prompt, Turn.toolMessage(results)),
         state.turns,
         fence
       )

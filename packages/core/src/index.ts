@@ -40,3 +40,5 @@ export * as ToolCall from "./ToolCall.js"
 export * as ToolGate from "./ToolGate.js"
 /** @since 0.1.0 */
 export * as ToolGateError from "./ToolGateError.js"
+/** @since 0.1.0 */
+export * as ToolGateSql from "./ToolGateSql.js"

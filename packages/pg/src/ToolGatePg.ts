@@ -19,14 +19,8 @@
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import {
-  Checkpoint,
-  SqlApprovalStore,
-  SqlChangeFeed,
-  SqlCheckpointStore,
-  type ToolGate,
-  ToolGateError
-} from "@tool-gate/core"
+import type { SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import { SqlChangeFeed, ToolGateError, ToolGateSql } from "@tool-gate/core"
 import { Layer, type Redacted } from "effect"
 
 /**
@@ -68,15 +62,14 @@ export const layerClient = (
 export const layerStore = (
   options: StoreOptions
 ): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
-  Layer.merge(
-    SqlApprovalStore.layer(options).pipe(
-      Layer.provide(SqlChangeFeed.layerNotifyFeed(PgClient.PgClient, {
-        channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
-        fallbackInterval: options.fallbackInterval
-      }))
-    ),
-    SqlCheckpointStore.layer(options)
-  ).pipe(Layer.provide(layerClient(options)))
+  ToolGateSql.layerStore(
+    options,
+    layerClient(options),
+    SqlChangeFeed.layerNotifyFeed(PgClient.PgClient, {
+      channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
+      fallbackInterval: options.fallbackInterval
+    })
+  )
 
 /**
  * The gate, checkpoints and their stores on PostgreSQL.
@@ -86,7 +79,4 @@ export const layerStore = (
  */
 export const layer = (
   options: Options
-): Layer.Layer<
-  ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
-  ToolGateError.PersistenceError
-> => Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))
+): Layer.Layer<ToolGateSql.Services, ToolGateError.PersistenceError> => ToolGateSql.layer(options, layerStore(options))

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import type { HttpMethod } from "@effect/platform/HttpMethod"
 import { ApprovalRequest, AuditEvent, Limits, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
 import { Authentication, Forbidden, Role } from "./Auth.js"
@@ -183,133 +184,139 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()(
   HttpApiSchema.annotations({ status: 503 })
 ) {}
 
+/** An endpoint on one request named in the path: it answers the request, or `RequestNotFound`. */
+const onRequest = <Name extends string, Method extends HttpMethod>(
+  endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method>
+) => endpoint.setPath(RequestIdPath).addSuccess(ApprovalRequest.ApprovalRequest).addError(RequestNotFound)
+
+/** An endpoint on one session named in the path: `SessionNotFound` for one outside the token's patterns. */
+const onSession = <Name extends string, Method extends HttpMethod>(
+  endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method>
+) => endpoint.setPath(SessionPath).addError(SessionNotFound)
+
+/** A group behind a token: `Authentication`, and the errors any of its endpoints may answer. */
+const behindToken = <Id extends string, Endpoints extends HttpApiEndpoint.HttpApiEndpoint.Any, E, R>(
+  group: HttpApiGroup.HttpApiGroup<Id, Endpoints, E, R>
+) => group.middleware(Authentication).addError(Forbidden).addError(PersistenceError)
+
 /**
+ * Pending requests, one request, its answer and its extension.
+ *
  * @since 0.1.0
  * @category groups
  */
-export class ApprovalsGroup extends HttpApiGroup.make("approvals")
-  .add(
-    HttpApiEndpoint.get("pending", "/approvals/pending")
-      .setUrlParams(Schema.Struct({ sessionKey: Schema.optional(ToolCall.SessionKey) }))
-      .addSuccess(Schema.Array(ApprovalRequest.ApprovalRequest))
-      .addError(SessionNotFound)
-      .annotate(
-        OpenApi.Description,
-        "Pending requests, oldest first, of one session or of every session the token may see."
-      )
-  )
-  .add(
-    HttpApiEndpoint.get("get", "/approvals/:requestId")
-      .setPath(RequestIdPath)
-      .addSuccess(ApprovalRequest.ApprovalRequest)
-      .addError(RequestNotFound)
-  )
-  .add(
-    HttpApiEndpoint.post("respond", "/approvals/:requestId/respond")
-      .setPath(RequestIdPath)
-      .setPayload(ApprovalRequest.ApprovalResponse.annotations({ identifier: "ApprovalResponse", ...strict }))
-      .addSuccess(ApprovalRequest.ApprovalRequest)
-      .addError(RequestNotFound)
-      .addError(AlreadyResolved)
-      .addError(RequestExpired)
-      .addError(InvalidResponse)
-      .addError(ToolGateError.InvalidDuration)
-      .annotate(
-        OpenApi.Description,
-        "Answers a request exactly once. The same answer again returns the first resolution; a different one is 409. " +
-          "`respondedBy` is always the token's name."
-      )
-  )
-  .add(
-    HttpApiEndpoint.post("extend", "/approvals/:requestId/extend")
-      .setPath(RequestIdPath)
-      .setPayload(Extension)
-      .addSuccess(ApprovalRequest.ApprovalRequest)
-      .addError(RequestNotFound)
-      .addError(AlreadyResolved)
-      .addError(RequestExpired)
-      .addError(ToolGateError.InvalidDuration)
-      .annotate(OpenApi.Description, "Gives a pending request `ttlMs` more milliseconds from now.")
-  )
-  .middleware(Authentication)
-  .addError(Forbidden)
-  .addError(PersistenceError)
-{}
+export class ApprovalsGroup extends behindToken(
+  HttpApiGroup.make("approvals")
+    .add(
+      HttpApiEndpoint.get("pending", "/approvals/pending")
+        .setUrlParams(Schema.Struct({ sessionKey: Schema.optional(ToolCall.SessionKey) }))
+        .addSuccess(Schema.Array(ApprovalRequest.ApprovalRequest))
+        .addError(SessionNotFound)
+        .annotate(
+          OpenApi.Description,
+          "Pending requests, oldest first, of one session or of every session the token may see."
+        )
+    )
+    .add(
+      onRequest(HttpApiEndpoint.get("get", "/approvals/:requestId"))
+    )
+    .add(
+      onRequest(HttpApiEndpoint.post("respond", "/approvals/:requestId/respond"))
+        .setPayload(ApprovalRequest.ApprovalResponse.annotations({ identifier: "ApprovalResponse", ...strict }))
+        .addError(AlreadyResolved)
+        .addError(RequestExpired)
+        .addError(InvalidResponse)
+        .addError(ToolGateError.InvalidDuration)
+        .annotate(
+          OpenApi.Description,
+          "Answers a request exactly once. The same answer again returns the first resolution; a different one is 409. " +
+            "`respondedBy` is always the token's name."
+        )
+    )
+    .add(
+      onRequest(HttpApiEndpoint.post("extend", "/approvals/:requestId/extend"))
+        .setPayload(Extension)
+        .addError(AlreadyResolved)
+        .addError(RequestExpired)
+        .addError(ToolGateError.InvalidDuration)
+        .annotate(OpenApi.Description, "Gives a pending request `ttlMs` more milliseconds from now.")
+    )
+) {}
 
 /**
+ * A session's approvals: list, revoke one, clear them all.
+ *
  * @since 0.1.0
  * @category groups
  */
-export class SessionsGroup extends HttpApiGroup.make("sessions")
-  .add(
-    HttpApiEndpoint.get("list", "/sessions/:sessionKey/approvals")
-      .setPath(SessionPath)
-      .addSuccess(Schema.Array(SessionApproval.SessionApproval))
-      .addError(SessionNotFound)
-  )
-  .add(
-    HttpApiEndpoint.del("revoke", "/sessions/:sessionKey/approvals/:sessionApprovalId")
-      .setPath(Schema.Struct({ sessionKey: ToolCall.SessionKey, sessionApprovalId: SessionApproval.SessionApprovalId }))
-      .addSuccess(SessionApproval.SessionApproval)
-      .addError(SessionApprovalNotFound)
-  )
-  .add(
-    HttpApiEndpoint.del("clear", "/sessions/:sessionKey/approvals")
-      .setPath(SessionPath)
-      .addSuccess(Cleared)
-      .addError(SessionNotFound)
-  )
-  .add(
-    HttpApiEndpoint.post("clearByPost", "/sessions/:sessionKey/clear")
-      .setPath(SessionPath)
-      .addSuccess(Cleared)
-      .addError(SessionNotFound)
-      .annotate(OpenApi.Description, "The same as DELETE /sessions/{sessionKey}/approvals, for clients that only POST.")
-  )
-  .middleware(Authentication)
-  .addError(Forbidden)
-  .addError(PersistenceError)
-{}
+export class SessionsGroup extends behindToken(
+  HttpApiGroup.make("sessions")
+    .add(
+      onSession(HttpApiEndpoint.get("list", "/sessions/:sessionKey/approvals"))
+        .addSuccess(Schema.Array(SessionApproval.SessionApproval))
+    )
+    .add(
+      HttpApiEndpoint.del("revoke", "/sessions/:sessionKey/approvals/:sessionApprovalId")
+        .setPath(
+          Schema.Struct({ sessionKey: ToolCall.SessionKey, sessionApprovalId: SessionApproval.SessionApprovalId })
+        )
+        .addSuccess(SessionApproval.SessionApproval)
+        .addError(SessionApprovalNotFound)
+    )
+    .add(
+      onSession(HttpApiEndpoint.del("clear", "/sessions/:sessionKey/approvals")).addSuccess(Cleared)
+    )
+    .add(
+      onSession(HttpApiEndpoint.post("clearByPost", "/sessions/:sessionKey/clear"))
+        .addSuccess(Cleared)
+        .annotate(
+          OpenApi.Description,
+          "The same as DELETE /sessions/{sessionKey}/approvals, for clients that only POST."
+        )
+    )
+) {}
 
 /**
+ * The audit log: a filtered query, its head, and a resumable stream.
+ *
  * @since 0.1.0
  * @category groups
  */
-export class AuditGroup extends HttpApiGroup.make("audit")
-  .add(
-    HttpApiEndpoint.get("query", "/audit")
-      .setUrlParams(AuditParams)
-      .addSuccess(Schema.Array(AuditEvent.AuditEvent))
-      .addError(SessionNotFound)
-      .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
-  )
-  .add(
-    HttpApiEndpoint.get("head", "/audit/head")
-      .addSuccess(AuditHead)
-      .annotate(
-        OpenApi.Description,
-        "The latest sequence number in the log (0 when empty), for any token: a stream resumed from it " +
-          "(`Last-Event-ID`) misses nothing that happens after this answer."
-      )
-  )
-  .add(
-    HttpApiEndpoint.get("stream", "/audit/stream")
-      .setUrlParams(Schema.Struct(streamFilters))
-      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(SeqParam) }))
-      .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
-      .addError(SessionNotFound)
-      .annotate(
-        OpenApi.Description,
-        "Server-Sent Events: replay after `Last-Event-ID` (or `afterSeq`), then live. Each event is " +
-          "`id: <seq>` and `data: <AuditEvent JSON>`; reconnecting with the last id misses nothing and repeats nothing."
-      )
-  )
-  .middleware(Authentication)
-  .addError(Forbidden)
-  .addError(PersistenceError)
-{}
+export class AuditGroup extends behindToken(
+  HttpApiGroup.make("audit")
+    .add(
+      HttpApiEndpoint.get("query", "/audit")
+        .setUrlParams(AuditParams)
+        .addSuccess(Schema.Array(AuditEvent.AuditEvent))
+        .addError(SessionNotFound)
+        .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
+    )
+    .add(
+      HttpApiEndpoint.get("head", "/audit/head")
+        .addSuccess(AuditHead)
+        .annotate(
+          OpenApi.Description,
+          "The latest sequence number in the log (0 when empty), for any token: a stream resumed from it " +
+            "(`Last-Event-ID`) misses nothing that happens after this answer."
+        )
+    )
+    .add(
+      HttpApiEndpoint.get("stream", "/audit/stream")
+        .setUrlParams(Schema.Struct(streamFilters))
+        .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(SeqParam) }))
+        .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
+        .addError(SessionNotFound)
+        .annotate(
+          OpenApi.Description,
+          "Server-Sent Events: replay after `Last-Event-ID` (or `afterSeq`), then live. Each event is " +
+            "`id: <seq>` and `data: <AuditEvent JSON>`; reconnecting with the last id misses nothing and repeats nothing."
+        )
+    )
+) {}
 
 /**
+ * Who the presented token is.
+ *
  * @since 0.1.0
  * @category groups
  */

@@ -23,14 +23,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import {
-  Checkpoint,
-  SqlApprovalStore,
-  SqlChangeFeed,
-  SqlCheckpointStore,
-  type ToolGate,
-  ToolGateError
-} from "@tool-gate/core"
+import type { SqlApprovalStore, ToolGate } from "@tool-gate/core"
+import { SqlChangeFeed, ToolGateError, ToolGateSql } from "@tool-gate/core"
 import type { Duration } from "effect"
 import { Clock, Context, Effect, Layer, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
@@ -163,10 +157,11 @@ export const layerFileFeed = (
 export const layerStore = (
   options: StoreOptions
 ): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
-  Layer.merge(
-    SqlApprovalStore.layer(options).pipe(Layer.provide(layerFileFeed(options.filename, options.fallbackInterval))),
-    SqlCheckpointStore.layer(options)
-  ).pipe(Layer.provide(layerClient(options.filename)))
+  ToolGateSql.layerStore(
+    options,
+    layerClient(options.filename),
+    layerFileFeed(options.filename, options.fallbackInterval)
+  )
 
 /**
  * The gate, checkpoints and their stores on the file: everything a pipeline needs.
@@ -176,7 +171,4 @@ export const layerStore = (
  */
 export const layer = (
   options: Options
-): Layer.Layer<
-  ToolGate.ToolGate | Checkpoint.Checkpoints | ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore,
-  ToolGateError.PersistenceError
-> => Checkpoint.layerWithGate(options).pipe(Layer.provideMerge(layerStore(options)))
+): Layer.Layer<ToolGateSql.Services, ToolGateError.PersistenceError> => ToolGateSql.layer(options, layerStore(options))

@@ -5,7 +5,7 @@
  */
 import { Clock, Effect, Option, Ref } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
-import type { ApprovalStore, Recorded } from "../../ApprovalStore.js"
+import type { ApprovalStore, CreateResult, Recorded, RecordResult } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
 import type * as Decision from "../../Decision.js"
 import * as PauseSignal from "../../PauseSignal.js"
@@ -25,6 +25,13 @@ import { allowedBy, events, type Judgement } from "./decisions.js"
 import type { Projection } from "./grants.js"
 import { fromDecision, isSameCall, type Replayed } from "./replay.js"
 import { newRequest } from "./requests.js"
+
+/** A store answer that found the call already on record (another writer recorded it first). */
+type Found = Extract<CreateResult | RecordResult, { readonly _tag: "Existing" | "Decided" | "Requested" }>
+
+/** The record the store found instead of writing: the call is answered from it (replay by call id). */
+const foundRecord = (found: Found): Recorded =>
+  "request" in found ? { _tag: "Request", request: found.request } : { _tag: "Decision", decision: found.decision }
 
 // A decision and its record are retried when a session approval it relied on was revoked in
 // between; more than a few revocations racing one call is a store that keeps changing under it.
@@ -101,9 +108,8 @@ export const make = (options: {
         case "Created":
           return fromDecision(call, decision)
         case "Existing":
-          return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
         case "Requested":
-          return replay(call, args, { _tag: "Request", request: result.request }, now)
+          return replay(call, args, foundRecord(result), now)
         case "GrantInactive":
           // revoked (or lapsed on the store's clock) since this gate last read the log: judge the
           // call by the policy alone; the store then finds any other approval that still covers it
@@ -137,9 +143,8 @@ export const make = (options: {
         case "Created":
           return fromRequest(result.request, now)
         case "Existing":
-          return replay(call, args, { _tag: "Request", request: result.request }, now)
         case "Decided":
-          return replay(call, args, { _tag: "Decision", decision: result.decision }, now)
+          return replay(call, args, foundRecord(result), now)
         case "Covered":
           // approved for the session by a process whose answer this gate has not read yet
           return Effect.zipRight(
@@ -192,9 +197,8 @@ export const make = (options: {
         case "Created":
           return result.request
         case "Existing":
-          return yield* found({ _tag: "Request", request: result.request })
         case "Decided":
-          return yield* found({ _tag: "Decision", decision: result.decision })
+          return yield* found(foundRecord(result))
         case "Covered":
           yield* projection.project([result.grant])
           return undefined

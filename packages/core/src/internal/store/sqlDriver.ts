@@ -3,19 +3,13 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Effect, Either, Option, type ParseResult } from "effect"
 import type * as Scope from "effect/Scope"
-import type {
-  ApprovalEncoded,
-  Claim,
-  DecisionEncoded,
-  Encoded,
-  EventEncoded,
-  RequestEncoded
-} from "../../ApprovalStore.js"
+import type { ApprovalEncoded, Claim, Encoded, EventEncoded } from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
-import * as Rows from "../sqlRows.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
+import { first, seqsOf } from "./sqlEntityRows.js"
+import * as EntityRows from "./sqlEntityRows.js"
 import * as Statements from "./sqlStatements.js"
 
 /**
@@ -27,7 +21,6 @@ import * as Statements from "./sqlStatements.js"
  */
 
 type Failure = SqlError | ParseResult.ParseError
-type Row = Record<string, unknown>
 
 export interface Options {
   readonly tables: Tables
@@ -96,76 +89,8 @@ export const make = (
           PersistenceError.refail(operation)
         )
 
-    // --- rows -------------------------------------------------------------------------------------
-
-    const columns = {
-      request: Rows.column<RequestEncoded>(4096, true),
-      event: Rows.column<EventEncoded>(4096, true),
-      approval: Rows.column<ApprovalEncoded>(4096, true),
-      decision: Rows.column<DecisionEncoded>(0)
-    }
-    /** The encoded entities in one column of `rows` (checked by the store's codecs). */
-    const parse = <I>(column: Rows.Column<I>, name: string) => (rows: ReadonlyArray<Row>) => {
-      const out: Array<I> = new Array(rows.length)
-      for (let i = 0; i < rows.length; i++) {
-        const encoded = column.read(rows[i]![name])
-        if (Either.isLeft(encoded)) {
-          return Effect.fail(encoded.left)
-        }
-        out[i] = encoded.right as I
-      }
-      return Effect.succeed(out)
-    }
-    const requestsOf = parse(columns.request, "request")
-    const approvalsOf = parse(columns.approval, "approval")
-    const decisionsOf = parse(columns.decision, "decision")
-    const first = <A>(rows: ReadonlyArray<A>) =>
-      Option.fromNullable(rows[0])
-    const seqsOf = (rows: ReadonlyArray<Row>): Effect.Effect<Array<number>, ParseResult.ParseError> => {
-      const out: Array<number> = new Array(rows.length)
-      for (let i = 0; i < rows.length; i++) {
-        const value = rows[i]!.seq
-        if (value === null) {
-          out[i] = 0 // the MAX of an empty log
-          continue
-        }
-        const seq = Rows.dbInt(value)
-        if (Either.isLeft(seq)) return Effect.fail(seq.left)
-        out[i] = seq.right
-      }
-      return Effect.succeed(out.sort((a, b) => a - b))
-    }
-
-    const requestRow = (request: RequestEncoded): Statements.RequestRow => ({
-      requestId: request.requestId,
-      sessionKey: request.toolCall.sessionKey,
-      toolCallId: request.toolCall.id,
-      status: request.status,
-      createdAt: request.createdAt,
-      expiresAt: request.expiresAt,
-      warnedAt: request.warnedAt,
-      consumedAt: request.consumedAt,
-      request: columns.request.write(request)
-    })
-    const approvalRow = (approval: ApprovalEncoded): Statements.ApprovalRow => ({
-      id: approval.id,
-      sessionKey: approval.sessionKey,
-      toolName: approval.toolName,
-      seq: approval.seq,
-      revokedAt: approval.revokedAt,
-      expiresAt: approval.expiresAt,
-      approval: columns.approval.write(approval)
-    })
-    const eventRow = (event: EventEncoded): Statements.EventRow => ({
-      at: event.at,
-      type: event.type,
-      outcome: event.outcome,
-      sessionKey: event.sessionKey,
-      toolCallId: event.toolCallId,
-      toolName: event.toolName?.toLowerCase(),
-      requestId: event.requestId,
-      event: columns.event.write(event)
-    })
+    const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, requestRow, requestsOf } =
+      EntityRows.make()
 
     /** Appends events; their numbers, consecutive (writers are serialized). */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<number>, Failure> =>
@@ -202,7 +127,8 @@ export const make = (
     // --- the driver -------------------------------------------------------------------------------
 
     const driver: Encoded = {
-      append: (events) => write("append", appendEvents(events)),
+      append: (events) =>
+        write("append", appendEvents(events)),
 
       insertRequest: (request, events, covering) =>
         write(
@@ -267,7 +193,7 @@ export const make = (
             const inserted = yield* q.insertDecision({
               sessionKey: decision.sessionKey,
               toolCallId: decision.toolCallId,
-              decision: columns.decision.write(decision)
+              decision: decisionText(decision)
             })
             if (inserted.length === 0) {
               const existing = yield* decisionByCall(decision.sessionKey, decision.toolCallId)
@@ -399,17 +325,7 @@ export const make = (
                 ...(query.until !== undefined ? [sql`at <= ${query.until}`] : [])
               ])
             } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`),
-            (rows) => {
-              const out: Array<{ readonly seq: number; readonly event: EventEncoded }> = new Array(rows.length)
-              for (let i = 0; i < rows.length; i++) {
-                const seq = Rows.dbInt(rows[i]!.seq)
-                if (Either.isLeft(seq)) return Effect.fail(seq.left)
-                const event = columns.event.read(rows[i]!.event)
-                if (Either.isLeft(event)) return Effect.fail(event.left)
-                out[i] = { seq: seq.right, event: event.right as EventEncoded }
-              }
-              return Effect.succeed(out)
-            }
+            eventsOf
           )
         ),
 

@@ -39,10 +39,10 @@ export interface EventRow extends Record<string, unknown> {
   readonly at: number
   readonly type: string
   readonly outcome: string
-  readonly sessionKey: string | undefined
-  readonly toolCallId: string | undefined
-  readonly toolName: string | undefined
-  readonly requestId: string | undefined
+  readonly sessionKey?: string | undefined
+  readonly toolCallId?: string | undefined
+  readonly toolName?: string | undefined
+  readonly requestId?: string | undefined
   readonly event: string
 }
 
@@ -53,8 +53,8 @@ export interface RequestRow extends Record<string, unknown> {
   readonly status: string
   readonly createdAt: number
   readonly expiresAt: number
-  readonly warnedAt: number | undefined
-  readonly consumedAt: number | undefined
+  readonly warnedAt?: number | undefined
+  readonly consumedAt?: number | undefined
   readonly request: string
 }
 
@@ -63,8 +63,8 @@ export interface ApprovalRow extends Record<string, unknown> {
   readonly sessionKey: string
   readonly toolName: string
   readonly seq: number
-  readonly revokedAt: number | undefined
-  readonly expiresAt: number | undefined
+  readonly revokedAt?: number | undefined
+  readonly expiresAt?: number | undefined
   readonly approval: string
 }
 

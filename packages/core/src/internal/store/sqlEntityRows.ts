@@ -1,0 +1,104 @@
+import { Effect, Either, Option, type ParseResult } from "effect"
+import type { ApprovalEncoded, DecisionEncoded, EventEncoded, RequestEncoded } from "../../ApprovalStore.js"
+import * as Rows from "../sqlRows.js"
+import type * as Statements from "./sqlStatements.js"
+
+/**
+ * The SQL driver's rows: an encoded entity as the columns a statement binds (its JSON text and the
+ * fields the queries filter on), and the rows a query returns read back into encoded entities.
+ * Each store has its own columns, so its own read caches (`sqlRows.ts`).
+ */
+
+type Row = Record<string, unknown>
+
+/** The fields an entity and its row share, copied as they are. */
+const copied = <E, K extends keyof E>(entity: E, keys: ReadonlyArray<K>): Pick<E, K> => {
+  const out = {} as Pick<E, K>
+  for (const key of keys) out[key] = entity[key]
+  return out
+}
+const requestFields = ["requestId", "status", "createdAt", "expiresAt", "warnedAt", "consumedAt"] as const
+const approvalFields = ["id", "sessionKey", "toolName", "seq", "revokedAt", "expiresAt"] as const
+const eventFields = ["at", "type", "outcome", "sessionKey", "toolCallId", "requestId"] as const
+
+/** The first row, if any. */
+export const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullable(rows[0])
+
+/** Event sequence numbers in ascending order (the `MAX` of an empty log reads as 0). */
+export const seqsOf = (rows: ReadonlyArray<Row>): Effect.Effect<Array<number>, ParseResult.ParseError> => {
+  const out: Array<number> = new Array(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const value = rows[i]!.seq
+    if (value === null) {
+      out[i] = 0
+      continue
+    }
+    const seq = Rows.dbInt(value)
+    if (Either.isLeft(seq)) return Effect.fail(seq.left)
+    out[i] = seq.right
+  }
+  return Effect.succeed(out.sort((a, b) => a - b))
+}
+
+export const make = () => {
+  const columns = {
+    request: Rows.column<RequestEncoded>(4096, true),
+    event: Rows.column<EventEncoded>(4096, true),
+    approval: Rows.column<ApprovalEncoded>(4096, true),
+    decision: Rows.column<DecisionEncoded>(0)
+  }
+  /** The encoded entities in one column of `rows` (checked by the store's codecs). */
+  const parse = <I>(column: Rows.Column<I>, name: string) => (rows: ReadonlyArray<Row>) => {
+    const out: Array<I> = new Array(rows.length)
+    for (let i = 0; i < rows.length; i++) {
+      const encoded = column.read(rows[i]![name])
+      if (Either.isLeft(encoded)) {
+        return Effect.fail(encoded.left)
+      }
+      out[i] = encoded.right as I
+    }
+    return Effect.succeed(out)
+  }
+
+  return {
+    requestsOf: parse(columns.request, "request"),
+    approvalsOf: parse(columns.approval, "approval"),
+    decisionsOf: parse(columns.decision, "decision"),
+
+    /** Events with their sequence numbers, from `SELECT seq, event`. */
+    eventsOf: (rows: ReadonlyArray<Row>) => {
+      const out: Array<{ readonly seq: number; readonly event: EventEncoded }> = new Array(rows.length)
+      for (let i = 0; i < rows.length; i++) {
+        const seq = Rows.dbInt(rows[i]!.seq)
+        if (Either.isLeft(seq)) return Effect.fail(seq.left)
+        const event = columns.event.read(rows[i]!.event)
+        if (Either.isLeft(event)) return Effect.fail(event.left)
+        out[i] = { seq: seq.right, event: event.right as EventEncoded }
+      }
+      return Effect.succeed(out)
+    },
+
+    requestRow: (request: RequestEncoded): Statements.RequestRow => ({
+      ...copied(request, requestFields),
+      sessionKey: request.toolCall.sessionKey,
+      toolCallId: request.toolCall.id,
+      request: columns.request.write(request)
+    }),
+
+    approvalRow: (approval: ApprovalEncoded): Statements.ApprovalRow => ({
+      ...copied(approval, approvalFields),
+      approval: columns.approval.write(approval)
+    }),
+
+    /** `toolName` lower-cased, for the case-insensitive filter. */
+    eventRow: (event: EventEncoded): Statements.EventRow => ({
+      ...copied(event, eventFields),
+      toolName: event.toolName?.toLowerCase(),
+      event: columns.event.write(event)
+    }),
+
+    decisionText: (decision: DecisionEncoded): string => columns.decision.write(decision)
+  }
+}
+
+export type EntityRows = ReturnType<typeof make>
