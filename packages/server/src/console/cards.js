@@ -6,18 +6,22 @@ import { jsonText } from "./hiddenCharacters.js"
 import { hasHidden, plain, visible } from "./hiddenText.js"
 import { formatLeft, formatTime, serverNow, state } from "./state.js"
 
+/** Where the call comes from, as [name, value] pairs: listed on the card, checked for hidden characters. */
+const provenance = (request) => [
+  ["agent", request.toolCall.agentId],
+  ["intent", request.toolCall.intentId],
+  ["user", request.toolCall.userId],
+  ["directory", request.toolCall.workingDirectory],
+  ["rule", request.rule.id]
+]
+
 /** The names of the fields of `request` that hold hidden characters. */
 function hiddenFields(request, argsText) {
-  const call = request.toolCall
   const fields = [
-    ["tool name", call.name],
-    ["session key", call.sessionKey],
+    ["tool name", request.toolCall.name],
+    ["session key", request.toolCall.sessionKey],
     ["request id", request.requestId],
-    ["agent", call.agentId],
-    ["intent", call.intentId],
-    ["user", call.userId],
-    ["directory", call.workingDirectory],
-    ["rule", request.rule.id],
+    ...provenance(request),
     ["reason", request.reason]
   ]
   const names = fields.filter(([, value]) => typeof value === "string" && hasHidden(value)).map(([name]) => name)
@@ -32,17 +36,11 @@ export function makeCard(request, actions) {
   const call = request.toolCall
   const timeLeft = el("span", { class: "time-left", title: `expires at ${formatTime(request.expiresAt)}` })
   const meta = el("dl", { class: "meta" })
-  const field = (name, value) => {
+  for (const [name, value] of [...provenance(request), ["asked", formatTime(request.createdAt)]]) {
     if (value !== undefined && value !== "") {
       meta.append(el("div", {}, el("dt", {}, name), el("dd", {}, ...visible(value))))
     }
   }
-  field("agent", call.agentId)
-  field("intent", call.intentId)
-  field("user", call.userId)
-  field("directory", call.workingDirectory)
-  field("rule", request.rule.id)
-  field("asked", formatTime(request.createdAt))
   const argsText = JSON.stringify(call.args, null, 2)
   const flagged = hiddenFields(request, argsText)
   const card = el("article", {
