@@ -1,5 +1,6 @@
 // What the page knows, shared by its modules. The server's store is the source of truth: this is
-// the pending list as last read, and the sign-in that read it.
+// the pending list as last read, the sign-in that read it, and how far the server's clock (which
+// decides expiry) is from ours, with the times shown by it.
 
 export const state = {
   token: null,
