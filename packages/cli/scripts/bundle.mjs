@@ -1,6 +1,7 @@
 // Builds the published `toolgate` bin: one Node ESM file, dist/toolgate.mjs, with the workspace's
-// sources and their Effect dependencies inside, plus the web console's files beside it in
-// dist/console/ (the server reads them next to its own module, which in the bundle is this file).
+// sources and their Effect dependencies inside, plus the web console's files (its page, script
+// modules and style) beside it in dist/console/ (the server reads them next to its own module,
+// which in the bundle is this file).
 // Runs when the package is packed (`prepack`, through `npm run build`), when the repository is
 // installed (`prepare`, so npm links the workspace's `toolgate` bin and `npx toolgate` finds it),
 // and from bin/toolgate.mjs inside a checkout whenever a source is newer than the bundle.
@@ -66,7 +67,9 @@ export const build = () => {
     rmSync(partial, { force: true })
     throw new Error(`building the toolgate bundle failed\n${result.stderr || result.error}`)
   }
-  cpSync(consoleFiles, consoleCopy, { recursive: true })
+  // what the server serves (the page, its script modules, its style), not the types of the
+  // hidden-character module, which the bundle carries inside
+  cpSync(consoleFiles, consoleCopy, { recursive: true, filter: (source) => !source.endsWith(".d.ts") })
   renameSync(partial, bundle)
 }
 

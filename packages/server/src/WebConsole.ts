@@ -1,8 +1,8 @@
 /**
- * The web console, served by the approval server: one page of HTML, CSS and plain JavaScript (no
- * build step, nothing from a CDN) at `/console`, with `/` redirecting there. The page is public;
- * everything it shows comes from the approval API with the bearer token the operator types in,
- * which it keeps in `sessionStorage` (never in a URL). It lists every pending request grouped by
+ * The web console, served by the approval server: one page of HTML, CSS and plain JavaScript
+ * modules (no build step, nothing from a CDN) at `/console`, with `/` redirecting there. The page
+ * is public; everything it shows comes from the approval API with the bearer token the operator
+ * types in, which it keeps in `sessionStorage` (never in a URL). It lists every pending request grouped by
  * session, answers them (approve once, approve for the session with either scope, deny with a
  * reason, approve with edited arguments), and follows the audit stream so every tab agrees.
  *
@@ -19,9 +19,10 @@
  *
  * @since 0.1.0
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, type HttpRouter, HttpServerResponse } from "@effect/platform"
 import { Effect, type Layer } from "effect"
-import { readFile } from "node:fs/promises"
+import { readdir, readFile } from "node:fs/promises"
+import { extname } from "node:path"
 
 /**
  * Where the console is served.
@@ -42,26 +43,33 @@ const headers = {
   "x-frame-options": "DENY"
 }
 
-const assets = [
-  { route: path, file: "index.html", contentType: "text/html; charset=utf-8" },
-  { route: `${path}/console.js`, file: "console.js", contentType: "text/javascript; charset=utf-8" },
-  { route: `${path}/console.css`, file: "console.css", contentType: "text/css; charset=utf-8" }
-] as const
+const contentTypes: Record<string, string> = {
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8"
+}
 
 /**
- * The console's routes on `HttpApiBuilder.Router`. Its files (`src/console/`) are read once, when
- * the layer is built; a missing file is a defect at start-up rather than a broken page later.
+ * The console's routes on `HttpApiBuilder.Router`: the page at `path`, and every script module and
+ * style sheet in its folder (`src/console/`) under `path/`, each with its content type (a browser
+ * runs a module only if it is served as JavaScript). The files are read once, when the layer is
+ * built; a missing file is a defect at start-up rather than a broken page later.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
+    const folder = new URL("./console/", import.meta.url)
+    const serve = (route: HttpRouter.PathInput, file: string, contentType: string) =>
+      Effect.flatMap(
+        Effect.promise(() => readFile(new URL(file, folder), "utf8")),
+        (body) => router.get(route, Effect.succeed(HttpServerResponse.text(body, { contentType, headers })))
+      )
     yield* router.get("/", Effect.succeed(HttpServerResponse.redirect(path, { status: 302 })))
-    for (const asset of assets) {
-      const body = yield* Effect.promise(() => readFile(new URL(`./console/${asset.file}`, import.meta.url), "utf8"))
-      const response = HttpServerResponse.text(body, { contentType: asset.contentType, headers })
-      yield* router.get(asset.route, Effect.succeed(response))
+    yield* serve(path, "index.html", "text/html; charset=utf-8")
+    for (const file of (yield* Effect.promise(() => readdir(folder))).sort()) {
+      const contentType = contentTypes[extname(file)]
+      if (contentType !== undefined) yield* serve(`${path}/${file}`, file, contentType)
     }
   })
 )

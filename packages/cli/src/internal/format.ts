@@ -20,17 +20,20 @@ export const duration = (millis: number): string => {
 const call = (request: ApprovalRequest.ApprovalRequest): string =>
   `${request.toolCall.name} ${JSON.stringify(request.toolCall.args)}`
 
-const fields = (pairs: ReadonlyArray<readonly [string, string | undefined]>): string =>
-  pairs.filter(([, value]) => value !== undefined && value !== "").map(([key, value]) => `${key}=${value}`).join("  ")
+/** `key=value` for each field with a value, in the record's order. */
+const fields = (record: Record<string, string | undefined>): string =>
+  Object.entries(record)
+    .flatMap(([key, value]) => (value === undefined || value === "" ? [] : [`${key}=${value}`]))
+    .join("  ")
 
 /** A pending request: id, session, the call, its provenance and the time left. */
 export const pendingLine = (request: ApprovalRequest.ApprovalRequest, now: number): string =>
   `${request.requestId}  ${request.toolCall.sessionKey}  ${call(request)}  ${
-    fields([
-      ["agent", request.toolCall.agentId],
-      ["intent", request.toolCall.intentId],
-      ["rule", request.rule.id]
-    ])
+    fields({
+      agent: request.toolCall.agentId,
+      intent: request.toolCall.intentId,
+      rule: request.rule.id
+    })
   }  expires in ${duration(request.expiresAt - now)}`
 
 /**
@@ -66,25 +69,25 @@ export const extendedLine = (request: ApprovalRequest.ApprovalRequest, now: numb
 
 export const sessionApprovalLine = (approval: SessionApproval.SessionApproval, now: number): string =>
   `${approval.id}  ${approval.sessionKey}  ${approval.toolName}  ${
-    fields([
-      ["scope", approval.scope],
-      ["args", approval.args],
-      ["cwd", approval.workingDirectory],
-      ["by", approval.grantedBy],
-      ["request", approval.requestId],
-      ["expires", approval.expiresAt !== undefined ? `in ${duration(approval.expiresAt - now)}` : undefined]
-    ])
+    fields({
+      scope: approval.scope,
+      args: approval.args,
+      cwd: approval.workingDirectory,
+      by: approval.grantedBy,
+      request: approval.requestId,
+      expires: approval.expiresAt !== undefined ? `in ${duration(approval.expiresAt - now)}` : undefined
+    })
   }`
 
 export const auditLine = (event: AuditEvent.AuditEvent): string =>
   `#${event.seq}  ${iso(event.at)}  ${event.type}  ${event.outcome}  ${
-    fields([
-      ["session", event.sessionKey],
-      ["tool", event.toolName],
-      ["request", event.requestId],
-      ["rule", event.rule],
-      ["via", event.via],
-      ["by", event.actor],
-      ["reason", event.reason === undefined ? undefined : JSON.stringify(event.reason)]
-    ])
+    fields({
+      session: event.sessionKey,
+      tool: event.toolName,
+      request: event.requestId,
+      rule: event.rule,
+      via: event.via,
+      by: event.actor,
+      reason: event.reason === undefined ? undefined : JSON.stringify(event.reason)
+    })
   }`

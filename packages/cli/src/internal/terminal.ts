@@ -14,73 +14,24 @@
  * - @effect/cli's own output prints through `docs`, its styling dropped: help (on stdout) keeps its
  *   line breaks, usage errors (on stderr, quoting the command line) are one escaped line each.
  */
+import { escapeCode, hidden, jsonText } from "@tool-gate/server/console/hiddenCharacters"
 import type { Console } from "effect"
 import { Effect } from "effect"
 
-// What a reader cannot see for what it is. The web console keeps the same list in
-// packages/server/src/console/console.js (another runtime, no shared module): change both.
-// - C0, DEL, C1 (U+009B is CSI by itself);
-// - bidi marks, embeddings, overrides and isolates (U+061C, U+200E-U+200F, U+202A-U+202E,
-//   U+2066-U+2069), which reorder what is read without showing;
-// - zero-width and invisible characters (U+200B-U+200D, U+2060-U+2065, U+FEFF, U+00AD, U+034F,
-//   U+180E, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0), variation selectors (U+FE00-U+FE0F,
-//   U+E0100-U+E01EF) and tag characters (U+E0000-U+E007F), which hide text;
-// - blank-looking characters (U+00A0, U+2000-U+200A, U+202F, U+205F, U+3000, braille blank
-//   U+2800), which push text out of sight or pass for a space.
-const hiddenRanges: ReadonlyArray<readonly [number, number?]> = [
-  [0x0000, 0x001f],
-  [0x007f, 0x00a0],
-  [0x00ad],
-  [0x034f],
-  [0x061c],
-  [0x115f, 0x1160],
-  [0x180e],
-  [0x2000, 0x200f],
-  [0x202a, 0x202f],
-  [0x205f, 0x2069],
-  [0x2800],
-  [0x3000],
-  [0x3164],
-  [0xfe00, 0xfe0f],
-  [0xfeff],
-  [0xffa0],
-  [0xe0000, 0xe007f],
-  [0xe0100, 0xe01ef]
-]
-const hiddenClass = hiddenRanges.map(([from, to = from]) => `\\u{${from.toString(16)}}-\\u{${to.toString(16)}}`).join(
-  ""
-)
-// An emoji's own presentation selector (U+FE0E, U+FE0F right after a pictograph) and the joiner
-// between two pictographs (a family, a profession) show as the emoji they form: left as they are.
-const emojiPart = "(?!(?<=\\p{Extended_Pictographic})(?:\\ufe0e|\\ufe0f))" +
-  "(?!(?<=\\p{Extended_Pictographic}(?:\\ufe0f|[\\u{1f3fb}-\\u{1f3ff}])?)\\u200d(?=\\p{Extended_Pictographic}))"
-const hidden = new RegExp(`${emojiPart}[${hiddenClass}]`, "gu")
-// In JSON text C0 appears only as the indentation's line breaks (`JSON.stringify` escapes it in strings).
-const jsonRaw = new RegExp(`${emojiPart}(?![\\u0000-\\u001f])[${hiddenClass}]`, "gu")
+// What a reader cannot see for what it is: one list, in @tool-gate/server's console folder, which
+// the web console loads as it is; see hiddenCharacters.js there.
 const short: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
 
-const hex4 = (unit: number): string => `\\u${unit.toString(16).padStart(4, "0")}`
-
-/** `\uXXXX`, or `\u{XXXXX}` beyond the Basic Multilingual Plane. */
-const unicodeEscape = (char: string): string => {
-  const code = char.codePointAt(0)!
-  return code > 0xffff ? `\\u{${code.toString(16)}}` : hex4(code)
-}
-
-/** `\uXXXX`, or the surrogate pair `\uXXXX\uXXXX` beyond the BMP: what JSON can read. */
-const jsonEscape = (char: string): string =>
-  Array.from({ length: char.length }, (_, i) => hex4(char.charCodeAt(i))).join("")
-
 /** `text` with every control or hidden character shown as an escape: safe to print as one line. */
-export const escape = (text: string): string => text.replace(hidden, (char) => short[char] ?? unicodeEscape(char))
+export const escape = (text: string): string =>
+  text.replace(hidden, (char) => short[char] ?? escapeCode(char.codePointAt(0)!))
 
 /**
  * `value` as JSON text (indented by `indent`, 0 for one line) with no control or hidden character left raw:
  * the characters `JSON.stringify` leaves in strings become `\uXXXX` escapes (outside strings JSON
  * text has none but the indentation's line breaks).
  */
-export const json = (value: unknown, indent = 2): string =>
-  JSON.stringify(value, null, indent).replace(jsonRaw, jsonEscape)
+export const json = (value: unknown, indent = 2): string => jsonText(value, indent)
 
 // The styling @effect/cli's help renders (Select Graphic Rendition sequences).
 const styling = /\u001b\[[0-9;]*m/g

@@ -1,0 +1,58 @@
+// Answering a request, and the notices that say what came of it. A tab that answers a request
+// another tab already answered gets the server's refusal and shows it.
+import { api, enc } from "./api.js"
+import { syncApprove } from "./args.js"
+import { $, el } from "./dom.js"
+import { plain } from "./hiddenText.js"
+
+function describe(request) {
+  const call = request.toolCall
+  const what = `${plain(call.name)} in session ${plain(call.sessionKey)}`
+  const resolution = request.resolution ?? {}
+  const by = resolution.respondedBy ? ` by ${resolution.respondedBy}` : ""
+  if (request.status === "approved") {
+    const how = resolution.decision === "approve_session" ? "approved for the session" : "approved once"
+    return `${what}: ${how}${resolution.editedArgs ? " with edited arguments" : ""}${by}`
+  }
+  if (request.status === "denied") {
+    // an edit the policy denies ends denied although the human approved
+    const who = resolution.decision === "deny" ? `denied${by}` : "denied by the policy"
+    return `${what}: ${who}${resolution.reason ? `: ${plain(resolution.reason)}` : ""}`
+  }
+  return `${what}: ${request.status}`
+}
+
+/** Sends `body` as the answer to `requestId` from its card; `remove(requestId)` once the request is no longer pending. */
+export async function answer(card, requestId, body, remove) {
+  const buttons = card.querySelectorAll("button, select, input, textarea")
+  const error = card.querySelector(".card-error")
+  for (const control of buttons) control.disabled = true
+  error.hidden = true
+  try {
+    const { json: request } = await api("POST", `/approvals/${enc(requestId)}/respond`, body)
+    remove(requestId)
+    notice(describe(request), request.status === "approved" ? "ok" : "info")
+  } catch (failure) {
+    if (failure.status === 404 || failure.status === 409 || failure.status === 410) {
+      // answered elsewhere, expired or gone: the server's message says which; the card goes
+      remove(requestId)
+      notice(plain(failure.message), "error")
+    } else {
+      for (const control of buttons) control.disabled = false
+      syncApprove(card)
+      error.hidden = false
+      error.textContent = failure.message
+    }
+  }
+}
+
+function notice(text, kind) {
+  const item = el(
+    "div",
+    { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status" },
+    el("span", {}, text),
+    el("button", { type: "button", class: "link", "aria-label": "Close", onclick: () => item.remove() }, "×")
+  )
+  $("notices").prepend(item)
+  for (const old of [...$("notices").children].slice(5)) old.remove()
+}
