@@ -71,10 +71,10 @@ export default defineConfig(
     }
   },
   {
-    // The web console is plain JavaScript served as is to the browser: browser globals, no build.
+    // The web console is plain JavaScript modules served as they are to the browser: browser globals, no build.
     files: ["packages/server/src/console/**/*.js"],
     languageOptions: {
-      sourceType: "script",
+      sourceType: "module",
       globals: { ...globals.browser }
     },
     rules: {

@@ -89,7 +89,12 @@ describe.skipIf(offline)("the installed toolgate bin", () => {
       "package.json",
       "src"
     ])
-    expect(readdirSync(join(pkg, "dist", "console")).sort()).toEqual(["console.css", "console.js", "index.html"])
+    // every file the page loads (the page, its style and its modules), not the types beside them
+    const shipped = readdirSync(join(root, "packages", "server", "src", "console"))
+      .filter((name) => !name.endsWith(".d.ts"))
+      .sort()
+    expect(shipped).toEqual(expect.arrayContaining(["console.css", "console.js", "hiddenCharacters.js", "index.html"]))
+    expect(readdirSync(join(pkg, "dist", "console")).sort()).toEqual(shipped)
     expect(statSync(join(prefix, "bin", "toolgate")).isFile()).toBe(true)
     // what the installed bin links to: the bundle itself, no launcher that could build
     const linked = spawnSync("readlink", ["-f", join(prefix, "bin", "toolgate")], { encoding: "utf8" }).stdout.trim()
