@@ -404,6 +404,11 @@ export interface Encoded {
   readonly lastSeq: Effect.Effect<number, PersistenceError>
   /** Signals that another process may have grown the log (the store then hints its readers). */
   readonly changes: Stream.Stream<void>
+  /**
+   * The events it returns are the very encoded values it was given (the memory driver), each
+   * checked when it was encoded: reading them back checks nothing again.
+   */
+  readonly returnsWhatItWasGiven: boolean
 }
 
 /**

@@ -483,15 +483,27 @@ export const policyShadow = (
 ): typeof ShadowEvent.Type => {
   const was = Decision.outcome(enforced)
   const judged = decision(call, candidate, at, args)
-  return {
-    ...judged,
+  // in the schema's order, as `decision` builds its fields
+  const event = {
+    at,
     type: "policy.shadow",
-    reason: `the candidate policy would ${asked(judged.outcome)}` +
-      (candidate.rule !== undefined ? ` (rule ${candidate.rule.id})` : "") +
-      `; the enforced policy decided ${was === "pending" ? "to ask for approval" : was}`,
-    enforced: was,
-    ...(requestId !== undefined ? { requestId } : {})
-  }
+    outcome: judged.outcome,
+    sessionKey: call.sessionKey,
+    toolCallId: call.id,
+    toolName: call.name
+  } as Types.Mutable<typeof ShadowEvent.Type>
+  if (requestId !== undefined) event.requestId = requestId
+  if (judged.rule !== undefined) event.rule = judged.rule
+  if (judged.ruleSource !== undefined) event.ruleSource = judged.ruleSource
+  event.policyVersion = judged.policyVersion
+  event.reason = `the candidate policy would ${asked(judged.outcome)}` +
+    (candidate.rule !== undefined ? ` (rule ${candidate.rule.id})` : "") +
+    `; the enforced policy decided ${was === "pending" ? "to ask for approval" : was}`
+  if (judged.via !== undefined) event.via = judged.via
+  if (judged.sessionApprovalId !== undefined) event.sessionApprovalId = judged.sessionApprovalId
+  event.args = args
+  event.enforced = was
+  return event
 }
 
 /**

@@ -73,7 +73,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
     const recentEncoded: Array<Codecs.EventEncoded | undefined> = new Array(1024)
     const recentEvents: Array<AuditEvent | undefined> = new Array(1024)
     const auditEvent = (seq: number, encoded: Codecs.EventEncoded, event: UnsequencedEvent): AuditEvent => {
-      const sequenced: AuditEvent = Object.freeze({ seq, ...event })
+      const sequenced: AuditEvent = { seq, ...event }
       recentEncoded[seq & 1023] = encoded
       recentEvents[seq & 1023] = sequenced
       return sequenced
@@ -351,6 +351,10 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
               const known = recentEvents[seq & 1023]
               if (known !== undefined && known.seq === seq && recentEncoded[seq & 1023] === encoded) {
                 out[i] = known
+                continue
+              }
+              if (driver.returnsWhatItWasGiven) {
+                out[i] = auditEvent(seq, encoded, encoded as UnsequencedEvent)
                 continue
               }
               const event = codecs.event.decode(encoded)

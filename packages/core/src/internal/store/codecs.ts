@@ -16,8 +16,8 @@ import { fitsPortable } from "../canonical.js"
  *
  * - Encoding: every field of these entities is plain JSON whose Encoded form equals its Type form
  *   (brands exist only at compile time), so `Schema.encode` amounts to keeping the schema's fields
- *   in the schema's order. `encode` does that by hand, into a fresh frozen value (the rare value
- *   it cannot vouch for takes the Schema).
+ *   in the schema's order. `encode` does that by hand, into a fresh frozen value (an event: see
+ *   `makeEventCodec`; the rare value it cannot vouch for takes the Schema).
  * - Decoding: a value this codec encoded, or decoded before, is its own decoding (it is frozen, so
  *   nobody changed it since). Any other value is checked by hand: the check says yes only when the
  *   Schema would accept the value unchanged (right types, no unknown keys, nothing the Schema
@@ -102,8 +102,15 @@ type Json = Record<string, unknown>
 const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 const isString = (u: unknown): u is string => typeof u === "string"
 const isNumber = (u: unknown): u is number => typeof u === "number"
+/** what `String.prototype.trim` removes: white space and line terminators */
+const isTrimmed = (code: number) =>
+  !(code <= 0x20 ? code === 0x20 || (code >= 0x09 && code <= 0x0d) : code >= 0xa0 && (
+    code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 ||
+    code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff
+  ))
 /** `NonEmptyTrimmedString` (the branded ids) */
-const isId = (u: unknown): u is string => typeof u === "string" && u.length > 0 && u.trim() === u
+const isId = (u: unknown): u is string =>
+  typeof u === "string" && u.length > 0 && isTrimmed(u.charCodeAt(0)) && isTrimmed(u.charCodeAt(u.length - 1))
 // A call's ids and text, as its schema accepts them under the widest limits a gate may set
 const isCallId = (u: unknown): u is string => isId(u) && isCleanText(u, maxCallLimits.maxIdLength)
 const isCallText = (maxLength: number) => (u: unknown) => typeof u === "string" && isCleanText(u, maxLength)
@@ -111,7 +118,11 @@ const isCallText = (maxLength: number) => (u: unknown) => typeof u === "string" 
 const optional = (u: unknown, check: (u: unknown) => boolean) => u === undefined || check(u)
 const oneOf = (literals: ReadonlyArray<unknown>) => {
   const set = new Set(literals)
-  return (u: unknown) => set.has(u)
+  // the few literals of a field: comparing beats hashing
+  return literals.length > 8 ? (u: unknown) => set.has(u) : (u: unknown) => {
+    for (let i = 0; i < literals.length; i++) if (literals[i] === u) return true
+    return false
+  }
 }
 /** no key outside `keys` (the Schema would strip it, so the parsed value would differ) */
 const onlyKeys = (keys: ReadonlyArray<string>) => {
@@ -184,68 +195,109 @@ const isRequest = (u: unknown) =>
   isString(u.prompt) && isNumber(u.createdAt) && isNumber(u.expiresAt) && isStatus(u.status) &&
   optional(u.resolution, isResolution) && optional(u.consumedAt, isNumber) && optional(u.warnedAt, isNumber)
 
-// Events are flat (every field a primitive): each type's check is read off its schema, with the
-// ids checked by hand as above and any other refinement by the Schema.
-const knownChecks = new Map<SchemaAST.AST, (u: unknown) => boolean>([
-  [SessionKey.ast, isCallId],
-  [ToolCallId.ast, isCallId],
-  [RequestId.ast, isId]
-])
-const fieldCheck = (ast: SchemaAST.AST): (u: unknown) => boolean => {
-  const known = knownChecks.get(ast)
-  if (known !== undefined) return known
+// Events are flat (every field a primitive): each type's checks are read off its schema, the
+// common kinds of field judged inline (one switch, no call per field), ids as above, and any
+// other refinement by the Schema.
+const STRING = 0
+const NUMBER = 1
+const LITERALS = 2
+const CALL_ID = 3
+const ID = 4
+const OTHER = 5
+
+interface FieldCheck {
+  readonly kind: number
+  readonly literals: ReadonlyArray<unknown>
+  readonly check: (u: unknown) => boolean
+}
+const never = () => false
+const kindOf = (ast: SchemaAST.AST): FieldCheck => {
+  if (ast === SessionKey.ast || ast === ToolCallId.ast) return { kind: CALL_ID, literals: [], check: isCallId }
+  if (ast === RequestId.ast) return { kind: ID, literals: [], check: isId }
   switch (ast._tag) {
     case "Literal":
-      return (u) => u === ast.literal
+      return { kind: LITERALS, literals: [ast.literal], check: never }
     case "StringKeyword":
-      return isString
+      return { kind: STRING, literals: [], check: isString }
     case "NumberKeyword":
-      return isNumber
+      return { kind: NUMBER, literals: [], check: isNumber }
     case "Union": {
       // `undefined` is an absent field, judged by the caller
-      const members = ast.types.filter((member) => !SchemaAST.isUndefinedKeyword(member)).map(fieldCheck)
-      return (u) => members.some((check) => check(u))
+      const members = ast.types.filter((member) => !SchemaAST.isUndefinedKeyword(member))
+      if (members.length === 1) return kindOf(members[0]!)
+      if (members.every(SchemaAST.isLiteral)) {
+        return { kind: LITERALS, literals: members.map((member) => member.literal), check: never }
+      }
+      const checks = members.map((member) => kindOf(member).check)
+      return { kind: OTHER, literals: [], check: (u) => checks.some((check) => check(u)) }
     }
     case "Refinement":
-      return Schema.is(Schema.make(ast))
+      return { kind: OTHER, literals: [], check: Schema.is(Schema.make(ast)) }
     default:
-      return () => false
+      return { kind: OTHER, literals: [], check: never }
   }
 }
-/** An event type: its fields in the schema's order and their checks. */
+
+/** What `scan` finds of a value against an event type. */
+const INVALID = 0
+const VALID = 1
+/** valid, and already what the picker would make: its keys in the schema's order, numbers as JSON reads them back */
+const ENCODED = 2
+
+/** An event type: its fields in the schema's order and their checks, judged in one pass over a value. */
 const eventShape = (signatures: ReadonlyArray<SchemaAST.PropertySignature>) => {
   const names = signatures.map((signature) => signature.name as string)
-  const keys = onlyKeys(names)
-  const fields = signatures.map((signature) => ({
-    name: signature.name as string,
-    optional: signature.isOptional,
-    check: fieldCheck(signature.type)
-  }))
-  /** every field present is one of the type's, with a valid value, and every required one is there */
-  const check = (u: Json) => {
-    if (!keys(u)) return false
-    for (let i = 0; i < fields.length; i++) {
-      const field = fields[i]!
-      const value = u[field.name]
-      if (value === undefined ? !field.optional : !field.check(value)) return false
-    }
-    return true
-  }
-  /** the keys in the schema's order, none `undefined`, numbers as JSON reads them back */
-  const inOrder = (u: Json) => {
-    let next = 0
+  const fields: Record<string, FieldCheck & { readonly index: number; readonly optional: boolean }> = Object
+    .create(null)
+  signatures.forEach((signature, index) => {
+    fields[signature.name as string] = { ...kindOf(signature.type), index, optional: signature.isOptional }
+  })
+  const required = signatures.filter((signature) => !signature.isOptional).length
+  const scan = (u: Json): typeof INVALID | typeof VALID | typeof ENCODED => {
+    let found = 0
+    let last = -1
+    let encoded = true
     for (const key in u) {
-      while (next < names.length && names[next] !== key) next++
-      if (next === names.length) return false
+      const field = fields[key]
+      if (field === undefined) return INVALID
       const value = u[key]
-      if (value === undefined || (typeof value === "number" && (!Number.isFinite(value) || Object.is(value, -0)))) {
-        return false
+      if (value === undefined) {
+        if (!field.optional) return INVALID
+        encoded = false
+        continue
       }
-      next++
+      switch (field.kind) {
+        case STRING:
+          if (typeof value !== "string") return INVALID
+          break
+        case NUMBER:
+          if (typeof value !== "number") return INVALID
+          // JSON writes a non-finite number as null and reads -0 back as 0
+          if (!Number.isFinite(value) || Object.is(value, -0)) encoded = false
+          break
+        case LITERALS: {
+          const literals = field.literals
+          let i = 0
+          while (i < literals.length && literals[i] !== value) i++
+          if (i === literals.length) return INVALID
+          break
+        }
+        case CALL_ID:
+          if (!isCallId(value)) return INVALID
+          break
+        case ID:
+          if (!isId(value)) return INVALID
+          break
+        default:
+          if (!field.check(value)) return INVALID
+      }
+      if (!field.optional) found++
+      if (field.index < last) encoded = false
+      last = field.index
     }
-    return true
+    return found !== required ? INVALID : encoded ? ENCODED : VALID
   }
-  return { check, inOrder, pick: picker(names) }
+  return { scan, pick: picker(names) }
 }
 const eventShapes = new Map(
   (UnsequencedEvent.ast as SchemaAST.Union<SchemaAST.TypeLiteral>).types.map((member) => {
@@ -253,12 +305,14 @@ const eventShapes = new Map(
     return [type.literal as string, eventShape(member.propertySignatures)] as const
   })
 )
-const isEvent = (u: unknown) => isObject(u) && eventShapes.get(u.type as string)?.check(u) === true
+const isEvent = (u: unknown) => isObject(u) && (eventShapes.get(u.type as string)?.scan(u) ?? INVALID) !== INVALID
 
 /**
  * Events are flat and written on every decision: one already in its encoded form (the
- * constructors build them so) is frozen and kept as it is, any other is copied into it; a value
- * whose copy does not pass its type's check takes the Schema, which names the problem.
+ * constructors build them so) is kept as it is, any other valid one is copied into it; anything
+ * else takes the Schema, which names the problem. Not frozen: freezing cost more than the rest of
+ * the write (their types are read-only), so the SQL text cache does not keep them (the store's
+ * ring of recent events serves what was just written).
  */
 const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> => {
   const encode = Schema.encodeEither(UnsequencedEvent)
@@ -267,11 +321,11 @@ const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> => 
     encode: (value) => {
       const shape = eventShapes.get(value.type)
       if (shape !== undefined) {
-        if (shape.inOrder(value) && shape.check(value)) return Either.right(Object.freeze(value))
-        const picked = shape.pick(value)
-        if (picked !== undefined && shape.check(picked)) {
-          return Either.right(Object.freeze(picked) as UnsequencedEvent.Encoded)
-        }
+        const found = shape.scan(value)
+        if (found === ENCODED) return Either.right(value)
+        // a valid value's copy is valid: the same fields, in order, without `undefined` ones
+        const picked = found === VALID ? shape.pick(value) : undefined
+        if (picked !== undefined) return Either.right(picked as UnsequencedEvent.Encoded)
       }
       return encode(value)
     },
@@ -313,7 +367,10 @@ export const checks = {
  * @internal
  */
 export interface Codec<A, I> {
-  /** A fresh, frozen encoded value: what `Schema.encode` gives, fields in the schema's order. */
+  /**
+   * What `Schema.encode` gives, fields in the schema's order: a fresh, frozen value (events: the
+   * value itself when it is already in that form).
+   */
   readonly encode: (value: A) => Either.Either<I, ParseResult.ParseError>
   /** The entity in an encoded value (one this codec made or checked before: itself). */
   readonly decode: (encoded: unknown) => Either.Either<A, ParseResult.ParseError>

@@ -199,6 +199,7 @@ export const makeMemoryDriver = (): Encoded => {
         return out
       }),
     lastSeq: Effect.sync(() => log.length),
-    changes: Stream.never
+    changes: Stream.never,
+    returnsWhatItWasGiven: true
   }
 }

@@ -331,7 +331,8 @@ export const make = (
 
       lastSeq: read("lastSeq", Effect.map(Effect.flatMap(q.lastSeq({}), seqsOf), (seqs) => seqs[0] ?? 0)),
 
-      changes: feed.changes
+      changes: feed.changes,
+      returnsWhatItWasGiven: false
     }
     return driver
   })
