@@ -7,7 +7,7 @@ import type { Decision } from "@tool-gate/core"
 import { AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Either, Schema } from "effect"
-import { makeCodecs } from "../../../../packages/core/src/internal/store/codecs.js"
+import { checks, makeCodecs } from "../../../../packages/core/src/internal/store/codecs.js"
 import { request } from "../sql/fixtures.js"
 
 const call = Schema.decodeUnknownSync(ToolCall.ToolCall)({
@@ -90,5 +90,20 @@ describe("audit event constructors", () => {
     const retyped = { ...decided, type: "session.granted" }
     expect(Either.isLeft(codec.encode(retyped as unknown as AuditEvent.UnsequencedEvent))).toBe(true)
     expect(Either.isLeft(codec.decode(JSON.parse(JSON.stringify(retyped))))).toBe(true)
+  })
+})
+
+describe("the event check of the store's fast path", () => {
+  test("accepts an id only when the Schema does: every BMP character at either end of a request id", () => {
+    const event = (requestId: string) => JSON.parse(JSON.stringify({ ...built[5]![1], requestId }))
+    const is = Schema.is(AuditEvent.UnsequencedEvent)
+    for (let code = 0; code <= 0xffff; code++) {
+      const c = String.fromCharCode(code)
+      for (const id of [`${c}x`, `x${c}`]) {
+        if (checks.event(event(id))) expect(is(event(id))).toBe(true)
+      }
+    }
+    expect(checks.event(event("req_1"))).toBe(true)
+    expect(checks.event(event("\u3000req_1"))).toBe(false)
   })
 })
