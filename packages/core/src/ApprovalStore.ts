@@ -256,6 +256,13 @@ export const reliedOn: (decision: RecordedDecision) => string | undefined = inte
 export type RequestEncoded = Codecs.RequestEncoded
 /** @since 0.1.0 @category driver */
 export type EventEncoded = Codecs.EventEncoded
+/**
+ * An event of the log as a driver returns it: its encoded form with its `seq`.
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export type EventRow = Codecs.EventRow
 /** @since 0.1.0 @category driver */
 export type ApprovalEncoded = Codecs.ApprovalEncoded
 /** @since 0.1.0 @category driver */
@@ -285,15 +292,15 @@ export type Continue<A, B> = (a: A, seqs: ReadonlyArray<number>) => Either.Eithe
 
 /**
  * The storage under the store: rows as the SQL stores keep them, each method one atomic step (one
- * transaction). Writes take the events to append with them and return their sequence numbers
- * (consecutive, ascending). Designed so that a driver answers each call in few statements: a read
+ * transaction). Writes take the events to append with them and return them numbered, as rows
+ * (consecutive, ascending `seq`). Designed so that a driver answers each call in few statements: a read
  * folded into its write (`RETURNING`), no read before an insert that the database can refuse.
  *
  * @since 0.1.0
  * @category driver
  */
 export interface Encoded {
-  readonly append: (events: ReadonlyArray<EventEncoded>) => Effect.Effect<ReadonlyArray<number>, PersistenceError>
+  readonly append: (events: ReadonlyArray<EventEncoded>) => Effect.Effect<ReadonlyArray<EventRow>, PersistenceError>
   /**
    * Insert-or-return-existing: the request and its events, unless a record of its
    * `(sessionKey, toolCall.id)` exists (`Existing`, `Decided`) or `covering` picks one of the
@@ -304,7 +311,7 @@ export interface Encoded {
     events: ReadonlyArray<EventEncoded>,
     covering: (active: ReadonlyArray<ApprovalEncoded>) => Either.Either<number, ParseResult.ParseError>
   ) => Effect.Effect<
-    | { readonly _tag: "Inserted"; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Inserted"; readonly events: ReadonlyArray<EventRow> }
     | { readonly _tag: "Existing"; readonly request: RequestEncoded }
     | { readonly _tag: "Decided"; readonly decision: DecisionEncoded }
     | { readonly _tag: "Covered"; readonly grant: ApprovalEncoded },
@@ -323,7 +330,7 @@ export interface Encoded {
     events: ReadonlyArray<EventEncoded>,
     rewrite: Continue<RequestEncoded, { readonly request: RequestEncoded; readonly grant?: ApprovalEncoded }>
   ) => Effect.Effect<
-    | { readonly _tag: "Claimed"; readonly request: RequestEncoded; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Claimed"; readonly request: RequestEncoded; readonly events: ReadonlyArray<EventRow> }
     | { readonly _tag: "Refused"; readonly current: Option.Option<RequestEncoded> },
     PersistenceError
   >
@@ -332,7 +339,7 @@ export interface Encoded {
     requestId: string,
     at: number,
     events: ReadonlyArray<EventEncoded>
-  ) => Effect.Effect<ReadonlyArray<number> | undefined, PersistenceError>
+  ) => Effect.Effect<ReadonlyArray<EventRow> | undefined, PersistenceError>
   /**
    * Insert-or-return-existing for a policy decision, unless a request holds its call id
    * (`Requested`) or the session approval it relies on is not active at `at` on the store's clock.
@@ -342,7 +349,7 @@ export interface Encoded {
     events: ReadonlyArray<EventEncoded>,
     reliedOn: string | undefined
   ) => Effect.Effect<
-    | { readonly _tag: "Inserted"; readonly seqs: ReadonlyArray<number> }
+    | { readonly _tag: "Inserted"; readonly events: ReadonlyArray<EventRow> }
     | { readonly _tag: "Existing"; readonly decision: DecisionEncoded }
     | { readonly _tag: "Requested"; readonly request: RequestEncoded }
     | { readonly _tag: "GrantInactive" },
@@ -352,7 +359,7 @@ export interface Encoded {
   readonly insertApproval: (
     events: ReadonlyArray<EventEncoded>,
     approval: (seqs: ReadonlyArray<number>) => Either.Either<ApprovalEncoded, ParseResult.ParseError>
-  ) => Effect.Effect<{ readonly approval: ApprovalEncoded; readonly seqs: ReadonlyArray<number> }, PersistenceError>
+  ) => Effect.Effect<{ readonly approval: ApprovalEncoded; readonly events: ReadonlyArray<EventRow> }, PersistenceError>
   /**
    * Revokes approvals, rewriting each with what `rewrite` makes of it (grant order): the one with
    * `id` active at `at` (its events only when there is one), or every unrevoked one matching
@@ -367,7 +374,7 @@ export interface Encoded {
     events: ReadonlyArray<EventEncoded>,
     rewrite: Continue<ReadonlyArray<ApprovalEncoded>, ReadonlyArray<ApprovalEncoded>>
   ) => Effect.Effect<
-    { readonly revoked: ReadonlyArray<ApprovalEncoded>; readonly seqs: ReadonlyArray<number> },
+    { readonly revoked: ReadonlyArray<ApprovalEncoded>; readonly events: ReadonlyArray<EventRow> },
     PersistenceError
   >
   readonly getRequest: (requestId: string) => Effect.Effect<Option.Option<RequestEncoded>, PersistenceError>
@@ -400,13 +407,13 @@ export interface Encoded {
   /** Events in sequence order; `query.toolName` lower-cased. */
   readonly events: (
     query: AuditQuery
-  ) => Effect.Effect<ReadonlyArray<{ readonly seq: number; readonly event: EventEncoded }>, PersistenceError>
+  ) => Effect.Effect<ReadonlyArray<EventRow>, PersistenceError>
   readonly lastSeq: Effect.Effect<number, PersistenceError>
   /** Signals that another process may have grown the log (the store then hints its readers). */
   readonly changes: Stream.Stream<void>
   /**
-   * The events it returns are the very encoded values it was given (the memory driver), each
-   * checked when it was encoded: reading them back checks nothing again.
+   * The events `events` returns are the very rows it returned when they were written (the memory
+   * driver), made of values checked when they were encoded: reading them back checks nothing again.
    */
   readonly returnsWhatItWasGiven: boolean
 }

@@ -66,24 +66,12 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
     }
     const encodeEvents = (operation: string, events: ReadonlyArray<UnsequencedEvent>) =>
       Effect.suspend(() => encodeEventsSync(operation, events))
-    // The audit events of the latest writes and reads, by seq, so that reading back what was just
-    // written (the log tailer does, after every commit) builds and checks nothing: the drivers hand
-    // back the very encoded values they were given. A ring, not a weak map: a weak map holding
-    // every event of a long log costs the garbage collector more than it saves.
-    const recentEncoded: Array<Codecs.EventEncoded | undefined> = new Array(1024)
-    const recentEvents: Array<AuditEvent | undefined> = new Array(1024)
-    const auditEvent = (seq: number, encoded: Codecs.EventEncoded, event: UnsequencedEvent): AuditEvent => {
-      const sequenced: AuditEvent = { seq, ...event }
-      recentEncoded[seq & 1023] = encoded
-      recentEvents[seq & 1023] = sequenced
-      return sequenced
-    }
-    /** The written events, numbered. */
-    const sequenced = (
-      events: ReadonlyArray<UnsequencedEvent>,
-      encoded: ReadonlyArray<Codecs.EventEncoded>,
-      seqs: ReadonlyArray<number> | undefined
-    ): Array<AuditEvent> => seqs === undefined ? [] : events.map((event, i) => auditEvent(seqs[i]!, encoded[i]!, event))
+    /**
+     * The written events, numbered: the rows a driver returns for a write are made of the values
+     * the store encoded (and so checked), with their numbers.
+     */
+    const written = (rows: ReadonlyArray<Codecs.EventRow> | undefined): ReadonlyArray<AuditEvent> =>
+      (rows ?? []) as ReadonlyArray<AuditEvent>
 
     // --- hints -----------------------------------------------------------------------------------
 
@@ -99,13 +87,13 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       }
     }
     /** After a commit: the last seq it wrote, if any. */
-    const notify = (seqs: ReadonlyArray<number> | undefined) => {
-      const seq = seqs?.[seqs.length - 1]
+    const notify = (rows: ReadonlyArray<Codecs.EventRow> | undefined) => {
+      const seq = rows?.[rows.length - 1]?.seq
       if (seq === undefined || seq <= known) return
       known = seq
       offer(seq)
     }
-    const hint = (seqs: ReadonlyArray<number> | undefined) => Effect.sync(() => notify(seqs))
+    const hint = (rows: ReadonlyArray<Codecs.EventRow> | undefined) => Effect.sync(() => notify(rows))
     // Another process may have committed: readers read the log after what they have seen.
     const watcher = yield* RcRef.make({
       acquire: driver.changes.pipe(Stream.runForEach(() => Effect.sync(() => offer(known))), Effect.forkScoped)
@@ -138,11 +126,11 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
                   grant: approval
                 })))))
         if (result._tag === "Claimed") {
-          yield* hint(result.seqs)
+          yield* hint(result.events)
           return {
             _tag: "Resolved",
             request: yield* decode(operation, codecs.request)(result.request),
-            event: auditEvent(result.seqs[0]!, encoded, event)
+            event: written(result.events)[0]!
           } as const
         }
         if (Option.isNone(result.current)) {
@@ -159,9 +147,9 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         events.length === 0 ? Effect.succeed([]) : Effect.suspend(() => {
           const encoded = encodeEventsSync("append", events)
           if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
-          return Effect.map(driver.append(encoded.right), (seqs) => {
-            notify(seqs)
-            return sequenced(events, encoded.right, seqs)
+          return Effect.map(driver.append(encoded.right), (rows) => {
+            notify(rows)
+            return written(rows)
           })
         }),
 
@@ -185,8 +173,8 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           )
           switch (result._tag) {
             case "Inserted": {
-              yield* hint(result.seqs)
-              const [requested, shadowed] = sequenced(events, encoded, result.seqs)
+              yield* hint(result.events)
+              const [requested, shadowed] = written(result.events)
               return shadowed === undefined
                 ? { _tag: "Created", request, event: requested! }
                 : { _tag: "Created", request, event: requested!, shadow: shadowed }
@@ -249,13 +237,13 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
 
       consume: (requestId, at, event) =>
         Effect.gen(function*() {
-          const seqs = yield* driver.consume(
+          const rows = yield* driver.consume(
             requestId,
             at,
             event === undefined ? [] : [yield* encode("consume", codecs.event, event)]
           )
-          yield* hint(seqs)
-          return seqs !== undefined
+          yield* hint(rows)
+          return rows !== undefined
         }),
 
       getRequest: (requestId) =>
@@ -292,7 +280,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           )
           switch (result._tag) {
             case "Inserted":
-              yield* hint(result.seqs)
+              yield* hint(result.events)
               return { _tag: "Created", decision }
             case "Existing":
               return { _tag: "Existing", decision: yield* decode("recordDecision", codecs.decision)(result.decision) }
@@ -314,14 +302,14 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
             [yield* encode("grant", codecs.event, event)],
             (seqs) => codecs.approval.encode({ ...approval, seq: seqs[0]! })
           )
-          yield* hint(result.seqs)
+          yield* hint(result.events)
           return yield* decode("grant", codecs.approval)(result.approval)
         }),
 
       revoke: (id, at, event) =>
         Effect.gen(function*() {
           const result = yield* driver.revoke({ id }, at, [yield* encode("revoke", codecs.event, event)], revokeAll(at))
-          yield* hint(result.seqs)
+          yield* hint(result.events)
           const [revoked] = yield* decodeAll("revoke", codecs.approval)(result.revoked)
           return Option.fromNullable(revoked)
         }),
@@ -334,7 +322,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
             [yield* encode("revokeWhere", codecs.event, event)],
             revokeAll(at)
           )
-          yield* hint(result.seqs)
+          yield* hint(result.events)
           return yield* decodeAll("revokeWhere", codecs.approval)(result.revoked)
         }),
 
@@ -345,23 +333,15 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         Effect.flatMap(
           driver.events(query.toolName === undefined ? query : { ...query, toolName: query.toolName.toLowerCase() }),
           (rows) => {
+            // the memory driver's rows are the very ones its writes returned
+            if (driver.returnsWhatItWasGiven) return Effect.succeed(rows as ReadonlyArray<AuditEvent>)
             const out: Array<AuditEvent> = new Array(rows.length)
             for (let i = 0; i < rows.length; i++) {
-              const { event: encoded, seq } = rows[i]!
-              const known = recentEvents[seq & 1023]
-              if (known !== undefined && known.seq === seq && recentEncoded[seq & 1023] === encoded) {
-                out[i] = known
-                continue
-              }
-              if (driver.returnsWhatItWasGiven) {
-                out[i] = auditEvent(seq, encoded, encoded as UnsequencedEvent)
-                continue
-              }
-              const event = codecs.event.decode(encoded)
+              const event = codecs.event.decodeRow(rows[i])
               if (Either.isLeft(event)) {
                 return Effect.fail(new PersistenceError({ operation: "events", cause: event.left }))
               }
-              out[i] = auditEvent(seq, encoded, event.right)
+              out[i] = event.right
             }
             return Effect.succeed(out)
           }

@@ -1,7 +1,7 @@
 import type { ParseResult } from "effect"
 import { Either, Schema, SchemaAST } from "effect"
 import { ApprovalRequest, RequestId, Resolution, Status } from "../../ApprovalRequest.js"
-import { UnsequencedEvent } from "../../AuditEvent.js"
+import { AuditEvent, UnsequencedEvent } from "../../AuditEvent.js"
 import { Recorded, RuleRef, RuleSource, SessionScope } from "../../Decision.js"
 import { maxCallLimits } from "../../Limits.js"
 import { SessionApproval } from "../../SessionApproval.js"
@@ -253,13 +253,18 @@ const eventShape = (signatures: ReadonlyArray<SchemaAST.PropertySignature>) => {
     fields[signature.name as string] = { ...kindOf(signature.type), index, optional: signature.isOptional }
   })
   const required = signatures.filter((signature) => !signature.isOptional).length
-  const scan = (u: Json): typeof INVALID | typeof VALID | typeof ENCODED => {
-    let found = 0
+  /** `sequenced`: a row of the log, with its `seq` besides */
+  const scan = (u: Json, sequenced = false): typeof INVALID | typeof VALID | typeof ENCODED => {
+    let found = sequenced ? -1 : 0
     let last = -1
     let encoded = true
     for (const key in u) {
       const field = fields[key]
-      if (field === undefined) return INVALID
+      if (field === undefined) {
+        if (!sequenced || key !== "seq" || typeof u.seq !== "number") return INVALID
+        found++
+        continue
+      }
       const value = u[key]
       if (value === undefined) {
         if (!field.optional) return INVALID
@@ -314,9 +319,13 @@ const isEvent = (u: unknown) => isObject(u) && (eventShapes.get(u.type as string
  * the write (their types are read-only), so the SQL text cache does not keep them (the store's
  * ring of recent events serves what was just written).
  */
-const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> => {
+const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> & {
+  /** An event of the log as a driver read it (its encoded form with its `seq`). */
+  readonly decodeRow: (row: unknown) => Either.Either<AuditEvent, ParseResult.ParseError>
+} => {
   const encode = Schema.encodeEither(UnsequencedEvent)
   const decode = Schema.decodeUnknownEither(UnsequencedEvent)
+  const decodeRow = Schema.decodeUnknownEither(AuditEvent)
   return {
     encode: (value) => {
       const shape = eventShapes.get(value.type)
@@ -329,7 +338,11 @@ const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> => 
       }
       return encode(value)
     },
-    decode: (encoded) => isEvent(encoded) ? Either.right(encoded as UnsequencedEvent) : decode(encoded)
+    decode: (encoded) => isEvent(encoded) ? Either.right(encoded as UnsequencedEvent) : decode(encoded),
+    decodeRow: (row) =>
+      isObject(row) && (eventShapes.get(row.type as string)?.scan(row, true) ?? INVALID) !== INVALID
+        ? Either.right(row as AuditEvent)
+        : decodeRow(row)
   }
 }
 
@@ -439,6 +452,7 @@ export type Codecs = ReturnType<typeof makeCodecs>
 /** Encoded forms, as drivers keep them. */
 export type RequestEncoded = typeof ApprovalRequest.Encoded
 export type EventEncoded = UnsequencedEvent.Encoded
+export type EventRow = AuditEvent.Encoded
 export type ApprovalEncoded = typeof SessionApproval.Encoded
 export type DecisionEncoded = typeof Recorded.Encoded
 

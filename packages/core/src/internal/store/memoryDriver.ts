@@ -5,6 +5,7 @@ import type {
   DecisionEncoded,
   Encoded,
   EventEncoded,
+  EventRow,
   RequestEncoded
 } from "../../ApprovalStore.js"
 import { PersistenceError } from "../../ToolGateError.js"
@@ -45,7 +46,7 @@ const step = <A>(operation: string, f: () => Either.Either<A, ParseResult.ParseE
   })
 
 export const makeMemoryDriver = (): Encoded => {
-  const log: Array<{ readonly seq: number; readonly event: EventEncoded }> = []
+  const log: Array<EventRow> = []
   const requests = new Map<string, RequestEncoded>()
   const byCall = new Map<string, string>()
   const decisions = new Map<string, DecisionEncoded>()
@@ -57,10 +58,15 @@ export const makeMemoryDriver = (): Encoded => {
     for (let i = 0; i < events.length; i++) seqs[i] = log.length + 1 + i
     return seqs
   }
-  const append = (events: ReadonlyArray<EventEncoded>) => {
-    const seqs = nextSeqs(events)
-    for (let i = 0; i < events.length; i++) log.push({ seq: seqs[i]!, event: events[i]! })
-    return seqs
+  /** Appends `events`: the rows kept, which reads return as they are. */
+  const append = (events: ReadonlyArray<EventEncoded>): ReadonlyArray<EventRow> => {
+    const rows: Array<EventRow> = new Array(events.length)
+    for (let i = 0; i < events.length; i++) {
+      const row = { seq: log.length + 1, ...events[i]! } as EventRow
+      log.push(row)
+      rows[i] = row
+    }
+    return rows
   }
   const requestOf = (sessionKey: string, toolCallId: string) => {
     const id = byCall.get(callKey(sessionKey, toolCallId))
@@ -86,7 +92,7 @@ export const makeMemoryDriver = (): Encoded => {
           if (i >= 0) return { _tag: "Covered", grant: active[i]! } as const
           requests.set(request.requestId, request)
           byCall.set(callKey(call.sessionKey, call.id), request.requestId)
-          return { _tag: "Inserted", seqs: append(events) } as const
+          return { _tag: "Inserted", events: append(events) } as const
         })
       }),
     claimRequest: (operation, requestId, claim, events, rewrite) =>
@@ -96,10 +102,10 @@ export const makeMemoryDriver = (): Encoded => {
           return Either.right({ _tag: "Refused", current: Option.fromNullable(before) } as const)
         }
         return Either.map(rewrite(before, nextSeqs(events)), (after) => {
-          const seqs = append(events)
+          const rows = append(events)
           requests.set(requestId, after.request)
           if (after.grant !== undefined) approvals.set(after.grant.id, after.grant)
-          return { _tag: "Claimed", request: after.request, seqs } as const
+          return { _tag: "Claimed", request: after.request, events: rows } as const
         })
       }),
     consume: (requestId, at, events) =>
@@ -121,14 +127,14 @@ export const makeMemoryDriver = (): Encoded => {
         const existing = decisions.get(key)
         if (existing !== undefined) return { _tag: "Existing", decision: existing } as const
         decisions.set(key, decision)
-        return { _tag: "Inserted", seqs: append(events) } as const
+        return { _tag: "Inserted", events: append(events) } as const
       }),
     insertApproval: (events, approval) =>
       step("grant", () =>
         Either.map(approval(nextSeqs(events)), (row) => {
-          const seqs = append(events)
+          const rows = append(events)
           approvals.set(row.id, row)
-          return { approval: row, seqs }
+          return { approval: row, events: rows }
         })),
     revoke: (which, at, events, rewrite) =>
       step("id" in which ? "revoke" : "revokeWhere", () => {
@@ -139,11 +145,11 @@ export const makeMemoryDriver = (): Encoded => {
             (which.sessionKey === undefined || a.sessionKey === which.sessionKey) &&
             (which.toolName === undefined || a.toolName === which.toolName)
           )
-        if ("id" in which && before.length === 0) return Either.right({ revoked: [], seqs: [] })
+        if ("id" in which && before.length === 0) return Either.right({ revoked: [], events: [] })
         return Either.map(rewrite(before, nextSeqs(events)), (revoked) => {
-          const seqs = append(events)
+          const rows = append(events)
           for (const row of revoked) approvals.set(row.id, row)
-          return { revoked, seqs }
+          return { revoked, events: rows }
         })
       }),
     getRequest: (requestId) => Effect.sync(() => Option.fromNullable(requests.get(requestId))),
@@ -184,9 +190,9 @@ export const makeMemoryDriver = (): Encoded => {
     events: (query) =>
       Effect.sync(() => {
         const limit = query.limit ?? Number.POSITIVE_INFINITY
-        const out: Array<{ readonly seq: number; readonly event: EventEncoded }> = []
+        const out: Array<EventRow> = []
         for (let i = Math.max(0, query.afterSeq ?? 0); i < log.length && out.length < limit; i++) {
-          const { event } = log[i]!
+          const event = log[i]!
           if (
             (query.sessionKey === undefined || event.sessionKey === query.sessionKey ||
               event.sessionKey === undefined) &&

@@ -3,7 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Effect, Either, Option, type ParseResult } from "effect"
 import type * as Scope from "effect/Scope"
-import type { ApprovalEncoded, Claim, Encoded, EventEncoded } from "../../ApprovalStore.js"
+import type { ApprovalEncoded, Claim, Encoded, EventEncoded, EventRow } from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
@@ -92,14 +92,16 @@ export const make = (
     const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, requestRow, requestsOf } =
       EntityRows.make()
 
-    /** Appends events; their numbers, consecutive (writers are serialized). */
-    const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<number>, Failure> =>
+    const numbersOf = (rows: ReadonlyArray<EventRow>) =>
+      rows.map((row) => row.seq)
+    /** Appends events: numbered consecutively (writers are serialized), as rows. */
+    const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
       events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
         const rows = events.map(eventRow)
         // numbered in insertion order (RETURNING's row order is not promised)
         const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
         yield* feed.onCommit(seqs[seqs.length - 1]!)
-        return seqs
+        return events.map((event, i) => ({ seq: seqs[i]!, ...event }) as EventRow)
       })
 
     const requestByCall = (sessionKey: string, toolCallId: string) =>
@@ -127,8 +129,7 @@ export const make = (
     // --- the driver -------------------------------------------------------------------------------
 
     const driver: Encoded = {
-      append: (events) =>
-        write("append", appendEvents(events)),
+      append: (events) => write("append", appendEvents(events)),
 
       insertRequest: (request, events, covering) =>
         write(
@@ -148,7 +149,7 @@ export const make = (
             if ((yield* q.insertRequest(requestRow(request))).length === 0) {
               return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
             }
-            return { _tag: "Inserted", seqs: yield* appendEvents(events) } as const
+            return { _tag: "Inserted", events: yield* appendEvents(events) } as const
           })
         ),
 
@@ -163,11 +164,11 @@ export const make = (
                 current: first(yield* Effect.flatMap(q.requestById({ requestId }), requestsOf))
               } as const
             }
-            const seqs = yield* appendEvents(events)
-            const after = yield* fromEither(rewrite(before, seqs))
+            const rows = yield* appendEvents(events)
+            const after = yield* fromEither(rewrite(before, numbersOf(rows)))
             yield* q.rewriteRequest(requestRow(after.request))
             if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
-            return { _tag: "Claimed", request: after.request, seqs } as const
+            return { _tag: "Claimed", request: after.request, events: rows } as const
           })
         ),
 
@@ -199,7 +200,7 @@ export const make = (
               const existing = yield* decisionByCall(decision.sessionKey, decision.toolCallId)
               return { _tag: "Existing", decision: Option.getOrThrow(existing) } as const
             }
-            return { _tag: "Inserted", seqs: yield* appendEvents(events) } as const
+            return { _tag: "Inserted", events: yield* appendEvents(events) } as const
           })
         ),
 
@@ -207,10 +208,10 @@ export const make = (
         write(
           "grant",
           Effect.gen(function*() {
-            const seqs = yield* appendEvents(events)
-            const row = yield* fromEither(approval(seqs))
+            const rows = yield* appendEvents(events)
+            const row = yield* fromEither(approval(numbersOf(rows)))
             yield* q.insertApproval(approvalRow(row))
-            return { approval: row, seqs }
+            return { approval: row, events: rows }
           })
         ),
 
@@ -219,15 +220,15 @@ export const make = (
           "id" in which ? "revoke" : "revokeWhere",
           Effect.gen(function*() {
             let before: ReadonlyArray<ApprovalEncoded>
-            let seqs: ReadonlyArray<number>
+            let rows: ReadonlyArray<EventRow>
             if ("id" in which) {
               before = yield* Effect.flatMap(q.revokeOne({ id: which.id, at }), approvalsOf)
-              if (before.length === 0) return { revoked: [], seqs: [] }
-              seqs = yield* appendEvents(events)
+              if (before.length === 0) return { revoked: [], events: [] }
+              rows = yield* appendEvents(events)
             } else {
-              seqs = yield* appendEvents(events)
+              rows = yield* appendEvents(events)
               before = yield* Effect.flatMap(
-                run(sql`UPDATE ${sql(t.sessionApprovals)} SET revoked_at = ${at}, seq = ${seqs[0]!}
+                run(sql`UPDATE ${sql(t.sessionApprovals)} SET revoked_at = ${at}, seq = ${rows[0]!.seq}
                   WHERE ${
                   sql.and([
                     sql`revoked_at IS NULL`,
@@ -238,9 +239,9 @@ export const make = (
                 approvalsOf
               )
             }
-            const revoked = yield* fromEither(rewrite(before, seqs))
+            const revoked = yield* fromEither(rewrite(before, numbersOf(rows)))
             for (const row of revoked) yield* q.rewriteApproval(approvalRow(row))
-            return { revoked, seqs }
+            return { revoked, events: rows }
           })
         ),
 

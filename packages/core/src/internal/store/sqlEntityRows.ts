@@ -1,5 +1,5 @@
 import { Effect, Either, Option, type ParseResult } from "effect"
-import type { ApprovalEncoded, DecisionEncoded, EventEncoded, RequestEncoded } from "../../ApprovalStore.js"
+import type { ApprovalEncoded, DecisionEncoded, EventEncoded, EventRow, RequestEncoded } from "../../ApprovalStore.js"
 import * as Rows from "../sqlRows.js"
 import type * as Statements from "./sqlStatements.js"
 
@@ -67,13 +67,14 @@ export const make = () => {
 
     /** Events with their sequence numbers, from `SELECT seq, event`. */
     eventsOf: (rows: ReadonlyArray<Row>) => {
-      const out: Array<{ readonly seq: number; readonly event: EventEncoded }> = new Array(rows.length)
+      const out: Array<EventRow> = new Array(rows.length)
       for (let i = 0; i < rows.length; i++) {
         const seq = Rows.dbInt(rows[i]!.seq)
         if (Either.isLeft(seq)) return Effect.fail(seq.left)
         const event = columns.event.read(rows[i]!.event)
         if (Either.isLeft(event)) return Effect.fail(event.left)
-        out[i] = { seq: seq.right, event: event.right as EventEncoded }
+        // checked by the store, which names anything that is not an event
+        out[i] = { seq: seq.right, ...(event.right as EventEncoded) } as EventRow
       }
       return Effect.succeed(out)
     },
