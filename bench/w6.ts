@@ -1,0 +1,153 @@
+/**
+ * W6 durable allow hot path: `authorize` of calls the policy allows, each decision recorded for
+ * replay and audited in the same transaction. SQLite: one process, 64 calls in flight. PostgreSQL
+ * (TOOLGATE_PG_URL): 1, 2 and 4 processes at once on one database (a fresh schema), 64 in flight
+ * each, all started together. Figures: decisions per second (all processes together), p50/p99 of
+ * one decision, CPU ms per decision (`process.cpuUsage`, summed over the processes).
+ *
+ *   bun --conditions=@tool-gate/source bench/w6.ts      W6_CALLS=20000 per process by default
+ */
+import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Effect, type Layer, Redacted } from "effect"
+import { spawn } from "node:child_process"
+import { createInterface } from "node:readline"
+import { pgSchema } from "../tests/support/sqlStores.js"
+import { runMain } from "./main.js"
+
+const CALLS = Number(process.env.W6_CALLS ?? 20_000)
+const IN_FLIGHT = 64
+
+const policy = Policy.unsafeMake({ allow: ["ls"] })
+
+const percentile = (sorted: Float64Array, p: number) =>
+  Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 1000) / 1000
+
+interface Run {
+  readonly decisions: number
+  readonly seconds: number
+  readonly cpuMs: number
+  readonly latencies: Float64Array
+}
+
+/** `calls` allowed authorizations, `IN_FLIGHT` at once; `tag` keeps call ids apart across processes. */
+const authorizeAll = (tag: string, calls: number, before: Effect.Effect<void> = Effect.void) =>
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    // warm: prepared statements, the first transaction
+    yield* gate.authorize({ id: `${tag}-warm`, name: "ls", sessionKey: `w6-${tag}` })
+    yield* before
+    const latencies = new Float64Array(calls)
+    let next = 0
+    const cpu = process.cpuUsage()
+    const start = performance.now()
+    yield* Effect.forEach(
+      Array.from({ length: IN_FLIGHT }, (_, lane) => lane),
+      (lane) =>
+        Effect.gen(function*() {
+          while (next < calls) {
+            const i = next++
+            const t0 = performance.now()
+            const decision = yield* gate.authorize({
+              id: `${tag}-${i}`,
+              name: "ls",
+              sessionKey: `w6-${tag}-${lane % 8}`,
+              args: { path: `/repo/${i}` }
+            })
+            if (PauseSignal.isPauseSignal(decision)) return yield* Effect.die("expected the call allowed")
+            latencies[i] = performance.now() - t0
+            // a caller does something else between its calls (a real agent awaits its model): the
+            // other lanes run meanwhile, instead of this one taking every call
+            yield* Effect.yieldNow()
+          }
+        }),
+      { concurrency: "unbounded", discard: true }
+    )
+    const seconds = (performance.now() - start) / 1000
+    const used = process.cpuUsage(cpu)
+    return { decisions: calls, seconds, cpuMs: (used.user + used.system) / 1000, latencies } satisfies Run
+  })
+
+const figures = (runs: ReadonlyArray<Run>) => {
+  const all = new Float64Array(runs.reduce((n, run) => n + run.latencies.length, 0))
+  let at = 0
+  for (const run of runs) {
+    all.set(run.latencies, at)
+    at += run.latencies.length
+  }
+  all.sort()
+  const decisions = runs.reduce((n, run) => n + run.decisions, 0)
+  return {
+    decisionsPerSec: Math.round(decisions / Math.max(...runs.map((run) => run.seconds))),
+    p50ms: percentile(all, 0.5),
+    p99ms: percentile(all, 0.99),
+    cpuMsPerDecision: Math.round(runs.reduce((n, run) => n + run.cpuMs, 0) / decisions * 1000) / 1000
+  }
+}
+
+const runWith = <E>(layer: Layer.Layer<ToolGate.ToolGate, E>, tag: string, before?: Effect.Effect<void>) =>
+  Effect.runPromise(authorizeAll(tag, CALLS, before).pipe(Effect.provide(layer)))
+
+// A worker process (PostgreSQL): opens the store, says ready, waits for "go" on stdin, runs, and
+// prints its run as one JSON line.
+if (process.argv[2] === "worker") {
+  const [url, tag] = [process.argv[3]!, process.argv[4]!]
+  const go = Effect.async<void>((resume) => {
+    console.log("ready")
+    createInterface({ input: process.stdin }).once("line", () => resume(Effect.void))
+  })
+  const run = await runWith(ToolGatePg.layer({ url: Redacted.make(url), policy }), tag, go)
+  console.log(JSON.stringify({ ...run, latencies: Array.from(run.latencies) }))
+  process.exit(0)
+}
+
+/** `processes` workers on one schema, started together. */
+const pgProcesses = (url: string, processes: number): Promise<Array<Run>> => {
+  const workers = Array.from(
+    { length: processes },
+    (_, i) =>
+      spawn(
+        process.execPath,
+        ["--conditions=@tool-gate/source", import.meta.path, "worker", url, `p${processes}-${i}`],
+        {
+          stdio: ["pipe", "pipe", "inherit"]
+        }
+      )
+  )
+  const lines = workers.map((worker) => createInterface({ input: worker.stdout! }))
+  const ready = lines.map((rl) => new Promise<void>((resolve) => rl.once("line", () => resolve())))
+  const done = lines.map((rl) =>
+    new Promise<Run>((resolve, reject) => {
+      let seen = 0
+      rl.on("line", (line) => {
+        if (seen++ === 0) return
+        const run = JSON.parse(line)
+        resolve({ ...run, latencies: Float64Array.from(run.latencies) })
+      })
+      rl.once("close", () => reject(new Error("a W6 worker ended without its figures")))
+    })
+  )
+  return Promise.all(ready).then(() => {
+    for (const worker of workers) worker.stdin!.write("go\n")
+    return Promise.all(done)
+  })
+}
+
+if (import.meta.main) {
+  await runMain("W6", {
+    sqlite: async (filename) => figures([await runWith(ToolGateSqlite.layer({ filename, policy }), "sqlite")]),
+    postgres: async (url) => {
+      const byProcesses: Record<string, object> = {}
+      for (const processes of [1, 2, 4]) {
+        const schema = await Effect.runPromise(
+          Effect.scoped(
+            Effect.flatMap(pgSchema(url), (schemaUrl) => Effect.promise(() => pgProcesses(schemaUrl, processes)))
+          )
+        )
+        byProcesses[`${processes} process${processes > 1 ? "es" : ""}`] = figures(schema)
+      }
+      return byProcesses
+    }
+  })
+}
