@@ -186,6 +186,15 @@ export const make = (
         write(
           "recordDecision",
           Effect.gen(function*() {
+            if (reliedOn === undefined) {
+              // the common case, a call the policy allows: the checks folded into the insert
+              const inserted = yield* q.insertDecisionUnrequested({
+                sessionKey: decision.sessionKey,
+                toolCallId: decision.toolCallId,
+                decision: decisionText(decision)
+              })
+              if (inserted.length > 0) return { _tag: "Inserted", events: yield* appendEvents(events) } as const
+            }
             const requested = yield* requestByCall(decision.sessionKey, decision.toolCallId)
             if (Option.isSome(requested)) return { _tag: "Requested", request: requested.value } as const
             if (reliedOn !== undefined && (yield* q.grantActive({ id: reliedOn, at: decision.at })).length === 0) {

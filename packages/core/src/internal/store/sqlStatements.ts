@@ -185,6 +185,14 @@ export const make = (
         ON CONFLICT DO NOTHING RETURNING session_key`
     ),
 
+    /** The decision, unless a request or a decision holds its call id: one statement for both checks. */
+    insertDecisionUnrequested: statement<{ sessionKey: string; toolCallId: string; decision: string }>((p) =>
+      sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision)
+        SELECT ${p.sessionKey}, ${p.toolCallId}, ${p.decision}
+        WHERE NOT EXISTS (SELECT 1 FROM ${requests} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId})
+        ON CONFLICT DO NOTHING RETURNING session_key`
+    ),
+
     decisionByCall: statement<{ sessionKey: string; toolCallId: string }>((p) =>
       sql`SELECT decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
     ),
