@@ -149,7 +149,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         if (events.length === 0) return Effect.succeed([])
         const encoded = encodeEventsSync("append", events)
         if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
-        return Effect.map(driver.append(encoded.right), (rows) => {
+        return driver.append(encoded.right, (rows) => {
           notify(rows)
           return written(rows)
         })

@@ -76,7 +76,7 @@ export const makeMemoryDriver = (): Encoded => {
   const byExpiry = (a: RequestEncoded, b: RequestEncoded) => a.expiresAt - b.expiresAt
 
   return {
-    append: (events) => Effect.sync(() => append(events)),
+    append: (events, then) => Effect.sync(() => then(append(events))),
     insertRequest: (request, events, covering) =>
       step<Result<"insertRequest">>("createRequest", () => {
         const call = request.toolCall

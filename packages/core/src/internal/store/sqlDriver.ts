@@ -129,7 +129,7 @@ export const make = (
     // --- the driver -------------------------------------------------------------------------------
 
     const driver: Encoded = {
-      append: (events) => write("append", appendEvents(events)),
+      append: (events, then) => Effect.map(write("append", appendEvents(events)), then),
 
       insertRequest: (request, events, covering) =>
         write(
