@@ -12,6 +12,7 @@
 import { Schema, type Types } from "effect"
 import { type ApprovalRequest, RequestId, type Resolution } from "./ApprovalRequest.js"
 import * as Decision from "./Decision.js"
+import { BuiltEvent } from "./internal/builtEvent.js"
 import type { Exclusive } from "./internal/exclusive.js"
 import type { SessionApprovalId } from "./SessionApproval.js"
 import { canonicalArgs, SessionKey, type ToolCall, ToolCallId } from "./ToolCall.js"
@@ -439,14 +440,13 @@ export const decision = (
   // Built field by field, in the schema's order, rather than by spreading: this runs once per
   // decision on the hot path, and the store keeps an event in that order as it is (no copy).
   // Partial until the required fields below are set.
-  const event = {
-    at,
-    type: "decision",
-    outcome: Decision.outcome(decision),
-    sessionKey: call.sessionKey,
-    toolCallId: call.id,
-    toolName: call.name
-  } as Types.Mutable<typeof DecisionEvent.Type>
+  const event = new BuiltEvent() as Types.Mutable<typeof DecisionEvent.Type>
+  event.at = at
+  event.type = "decision"
+  event.outcome = Decision.outcome(decision)
+  event.sessionKey = call.sessionKey
+  event.toolCallId = call.id
+  event.toolName = call.name
   if (request !== undefined) event.requestId = request.requestId
   if (decision.rule !== undefined) {
     event.rule = decision.rule.id

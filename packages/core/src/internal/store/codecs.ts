@@ -6,6 +6,7 @@ import { Recorded, RuleRef, RuleSource, SessionScope } from "../../Decision.js"
 import { maxCallLimits } from "../../Limits.js"
 import { SessionApproval } from "../../SessionApproval.js"
 import { SessionKey, ToolCall, ToolCallId } from "../../ToolCall.js"
+import { BuiltEvent } from "../builtEvent.js"
 import { isCleanText } from "../callText.js"
 import { fitsPortable } from "../canonical.js"
 
@@ -328,6 +329,7 @@ const makeEventCodec = (): Codec<UnsequencedEvent, UnsequencedEvent.Encoded> & {
   const decodeRow = Schema.decodeUnknownEither(AuditEvent)
   return {
     encode: (value) => {
+      if (value instanceof BuiltEvent) return Either.right(value)
       const shape = eventShapes.get(value.type)
       if (shape !== undefined) {
         const found = shape.scan(value)
