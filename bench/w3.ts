@@ -8,8 +8,10 @@
  *   (`ApprovalStore.listPending({ limit: 100 })`), p50/p99 of 100 queries; and the whole list
  *   (`ToolGate.pending()`, 10,099 requests) once;
  * - start-up: a fresh `ToolGate` layer built on the file (open, migrations, loading the 10,000
- *   active session approvals into the projection, the first expiry sweep), median of 5; and the
- *   load of active session approvals alone.
+ *   active session approvals into the projection, the first expiry sweep), median of 5; the same
+ *   in a fresh process, with its RSS before and after (`freshStartMs`, `rssBeforeMb`,
+ *   `rssAfterMb`); and the load of active session approvals alone. W3_SESSIONS=100000 gives the
+ *   100,000 active session approvals of issue 13's start-up goal.
  *
  * Seeding writes the store's own tables with its own row encoders (the JSON each row holds is
  * what the store itself would write), in multi-row INSERTs of 50,000-row transactions: the store
@@ -23,6 +25,7 @@ import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolCall, Tool
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { spawn } from "node:child_process"
 import * as Rows from "../packages/core/src/internal/sqlRows.js"
 import { tables } from "../packages/core/src/internal/sqlSchema.js"
 import { pgSchema } from "../tests/support/sqlStores.js"
@@ -298,8 +301,36 @@ const seed = Effect.gen(function*() {
 
 type GateLayer = Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, unknown>
 
+/**
+ * A gate opened on the seeded store by a fresh process (`bun bench/w3.ts open sqlite|pg TARGET`):
+ * the time to build it and the process's RSS before and after, as a user's process would see them.
+ */
+const openFresh = (kind: "sqlite" | "pg", target: string) =>
+  Effect.promise(() =>
+    new Promise<{ readonly freshStartMs: number; readonly rssBeforeMb: number; readonly rssAfterMb: number }>(
+      (resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          ["--conditions=@tool-gate/source", import.meta.path, "open", kind, target],
+          { stdio: ["ignore", "pipe", "inherit"] }
+        )
+        let out = ""
+        child.stdout!.on("data", (chunk) => out += chunk)
+        child.once(
+          "exit",
+          (code) =>
+            code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`W3 open: exit ${code}`))
+        )
+      }
+    )
+  )
+
 /** Seeds through `client` (after one open has migrated the schema), then measures on `gate`. */
-export const runW3With = (gate: GateLayer, client: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+export const runW3With = (
+  gate: GateLayer,
+  client: Layer.Layer<SqlClient.SqlClient, unknown>,
+  fresh: readonly ["sqlite" | "pg", string]
+) =>
   Effect.gen(function*() {
     // migrate once through the real layer, then seed the empty tables
     yield* Effect.scoped(Layer.build(gate))
@@ -307,6 +338,7 @@ export const runW3With = (gate: GateLayer, client: Layer.Layer<SqlClient.SqlClie
     const seeded = yield* seed.pipe(Effect.provide(client))
     const seedSeconds = (performance.now() - seedStart) / 1000
 
+    const opened = yield* openFresh(...fresh)
     const builds: Array<number> = []
     for (let i = 0; i < BUILDS; i++) {
       const [ms] = yield* timed(Effect.scoped(Layer.build(gate)))
@@ -344,21 +376,39 @@ export const runW3With = (gate: GateLayer, client: Layer.Layer<SqlClient.SqlClie
         allPendingFirstPage100FirstMs: Math.round(firstPageColdMs * 1000) / 1000,
         allPendingFullListMs: Math.round(allPendingMs * 1000) / 1000,
         gateStartP50ms: percentile(builds, 0.5),
+        ...opened,
         activeApprovalsLoadMs: Math.round(activeLoadMs * 1000) / 1000
       }
     }))
   })
 
 export const runW3 = (filename: string) =>
-  runW3With(ToolGateSqlite.layer({ filename, policy }), ToolGateSqlite.layerClient(filename))
+  runW3With(ToolGateSqlite.layer({ filename, policy }), ToolGateSqlite.layerClient(filename), ["sqlite", filename])
 
 export const runW3Pg = (url: string) =>
   Effect.scoped(Effect.flatMap(pgSchema(url), (schemaUrl) => {
     const options = { url: Redacted.make(schemaUrl), policy }
-    return runW3With(ToolGatePg.layer(options), ToolGatePg.layerClient(options))
+    return runW3With(ToolGatePg.layer(options), ToolGatePg.layerClient(options), ["pg", schemaUrl])
   }))
 
-if (import.meta.main) {
+const mb = (bytes: number) => Math.round(bytes / 1024 / 1024 * 10) / 10
+
+if (process.argv[2] === "open") {
+  const [kind, target] = [process.argv[3], process.argv[4]!]
+  const layer: GateLayer = kind === "pg"
+    ? ToolGatePg.layer({ url: Redacted.make(target), policy })
+    : ToolGateSqlite.layer({ filename: target, policy })
+  const rssBefore = process.memoryUsage().rss
+  const start = performance.now()
+  await Effect.runPromise(Effect.scoped(Effect.flatMap(Layer.build(layer), () =>
+    Effect.sync(() => {
+      const freshStartMs = Math.round((performance.now() - start) * 10) / 10
+      console.log(
+        JSON.stringify({ freshStartMs, rssBeforeMb: mb(rssBefore), rssAfterMb: mb(process.memoryUsage().rss) })
+      )
+    }))))
+  process.exit(0)
+} else if (import.meta.main) {
   await runMain("W3", {
     sqlite: (filename) => Effect.runPromise(runW3(filename)),
     postgres: (url) => Effect.runPromise(runW3Pg(url))
