@@ -20,12 +20,17 @@ const WAKING_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
   "approval.extended"
 ])
 
+// Events that change the session approvals (an answer only when it granted one).
 const PROJECTION_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
-  "approval.resolved",
   "session.granted",
   "session.revoked",
   "approvals.cleared"
 ])
+const changesProjection = (event: AuditEvent.AuditEvent) =>
+  PROJECTION_EVENTS.has(event.type) || (event.type === "approval.resolved" && event.sessionApprovalId !== undefined)
+
+/** Events read from the log at once; a shorter page is the end of the log as it was read. */
+const PAGE = 1000
 
 /** The tailer of a gate: its health now, and the fiber to start once the gate is assembled. */
 export interface LogTailer {
@@ -47,16 +52,18 @@ export const make = (options: {
   const catchUp = Effect.gen(function*() {
     let changedProjection = false
     while (true) {
-      const events = yield* store.events({ afterSeq: seq, limit: 1000 })
+      const events = yield* store.events({ afterSeq: seq, limit: PAGE })
       if (events.length === 0) break
       for (const event of events) {
         if (event.requestId !== undefined && WAKING_EVENTS.has(event.type) && waiters.has(event.requestId)) {
           yield* waiters.wake(event.requestId)
         }
-        if (PROJECTION_EVENTS.has(event.type)) changedProjection = true
+        if (changesProjection(event)) changedProjection = true
       }
       yield* publish(events)
       seq = events[events.length - 1]!.seq
+      // what is committed after this read comes with a hint of its own
+      if (events.length < PAGE) break
     }
     if (changedProjection) {
       const projectionSeq = (yield* Ref.get(projection.index)).seq
