@@ -75,8 +75,16 @@ const figures = {
     "resumeP50ms",
     "resumeP99ms",
     "concurrentRoundTripsPerSec",
-    "concurrentCpuMsPerRoundTrip"
+    "concurrentCpuMsPerRoundTrip",
+    "selfApprovedRoundTripsPerSec",
+    "selfApprovedCpuMsPerRoundTrip"
   ]
+}
+// tool-gate's in-flight run in the peers' pattern (each round trip approves its own call): only
+// ours has it, its ratio is against the peer's in-flight figure.
+const counterpart = {
+  selfApprovedRoundTripsPerSec: "concurrentRoundTripsPerSec",
+  selfApprovedCpuMsPerRoundTrip: "concurrentCpuMsPerRoundTrip"
 }
 
 for (const workload of ["W1", "W2"]) {
@@ -88,8 +96,8 @@ for (const workload of ["W1", "W2"]) {
     return [
       peer,
       Object.fromEntries(figures[workload].map((f) => {
-        const xs = mine.map((l) => l[f])
-        return [f, { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) }]
+        const xs = mine.map((l) => l[f]).filter((x) => typeof x === "number")
+        return [f, xs.length ? { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) } : undefined]
       }))
     ]
   }))
@@ -103,6 +111,7 @@ for (const workload of ["W1", "W2"]) {
   console.log(`| --- |${peers.map(() => " --- |").join("")}`)
   for (const f of figures[workload]) {
     const cells = peers.map((p) => {
+      if (!stats[p][f]) return "-"
       const { max, median: m, min } = stats[p][f]
       return `${fmt(m)} (${fmt(min)}-${fmt(max)})`
     })
@@ -116,8 +125,9 @@ for (const workload of ["W1", "W2"]) {
     console.log(`| figure | ${others.join(" | ")} |`)
     console.log(`| --- |${others.map(() => " --- |").join("")}`)
     for (const f of figures[workload]) {
-      const cells = others.map((p) => `${ratio(stats["tool-gate"][f].median / stats[p][f].median)}x`)
-      console.log(`| ${f} | ${cells.join(" | ")} |`)
+      const theirs = counterpart[f] ?? f
+      const cells = others.map((p) => `${ratio(stats["tool-gate"][f].median / stats[p][theirs].median)}x`)
+      console.log(`| ${f}${theirs === f ? "" : ` / peer's ${theirs}`} | ${cells.join(" | ")} |`)
     }
   }
 }

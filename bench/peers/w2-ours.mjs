@@ -4,13 +4,14 @@
  * default export conditions). The logic of bench/w2.ts: `authorize` pauses (request and event
  * committed), `respond` commits the approval, `gate` resumes and runs the tool (the approval
  * spent, durably); then all calls in flight at once, each waiting in `gate`, answered by a
- * responder fiber tailing the audit log.
+ * responder fiber tailing the audit log; then all in flight again the way the peers' scripts run
+ * them, each round trip approving its own call (`selfApproved*` fields).
  */
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, Fiber, Stream } from "effect"
 import { join } from "node:path"
-import { counts, report, tempDir, w2Line } from "./lib.mjs"
+import { counts, figures, report, tempDir, w2Line } from "./lib.mjs"
 
 const bash = (id) => ({ id, name: "bash", sessionKey: "w2", args: { command: `make ${id}` } })
 
@@ -68,7 +69,14 @@ const program = Effect.gen(function*() {
     )
     yield* Fiber.join(responder)
   }))
-  return w2Line({
+  // The peers' in-flight pattern (each round trip approves its own call, no waiting), for a
+  // like-for-like ratio against their in-flight figure.
+  const selfApproved = yield* measureEffect(Effect.forEach(
+    Array.from({ length: counts.concurrent }, (_, i) => `self-${i}`),
+    (id) => roundTrip(id, false),
+    { concurrency: "unbounded", discard: true }
+  ))
+  const line = w2Line({
     peer: "tool-gate",
     versions: ["@tool-gate/core (built dist)", "@tool-gate/sqlite (built dist)"],
     notes:
@@ -78,6 +86,8 @@ const program = Effect.gen(function*() {
     pauses,
     resumes
   })
+  const { cpuMsPerOp, perSec } = figures(counts.concurrent, selfApproved)
+  return { ...line, selfApprovedRoundTripsPerSec: perSec, selfApprovedCpuMsPerRoundTrip: cpuMsPerOp }
 })
 
 const filename = join(tempDir(), "tool-gate.db")
