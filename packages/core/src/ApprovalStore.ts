@@ -413,8 +413,11 @@ export interface Encoded {
     query: AuditQuery
   ) => Effect.Effect<ReadonlyArray<EventRow>, PersistenceError>
   readonly lastSeq: Effect.Effect<number, PersistenceError>
-  /** Signals that another process may have grown the log (the store then hints its readers). */
-  readonly changes: Stream.Stream<void>
+  /**
+   * Signals that another process may have grown the log (the store then hints its readers), with
+   * the seq it reached when the signal knows it.
+   */
+  readonly changes: Stream.Stream<number | undefined>
   /**
    * The events `events` returns are the very rows it returned when they were written (the memory
    * driver), made of values checked when they were encoded: reading them back checks nothing again.

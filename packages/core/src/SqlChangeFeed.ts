@@ -25,8 +25,11 @@ import type * as Duration from "effect/Duration"
 export interface ChangeFeed {
   /** Runs inside each writing transaction after its events are inserted (PostgreSQL: `NOTIFY`). */
   readonly onCommit: (seq: number) => Effect.Effect<void, SqlError>
-  /** Signals that the log may have grown; the store then reads `max(seq)`. */
-  readonly changes: Stream.Stream<void>
+  /**
+   * Signals that the log may have grown: with the last seq a commit reached when the signal
+   * carries it (PostgreSQL's NOTIFY does), so that the store skips what it has read already.
+   */
+  readonly changes: Stream.Stream<number | undefined>
 }
 
 /**
@@ -45,7 +48,14 @@ const wallClock = Clock.make()
 const pause = (duration: Duration.DurationInput) => Effect.withClock(Effect.sleep(duration), wallClock)
 
 /** A signal every `interval` of wall-clock time. */
-const ticks = (interval: Duration.DurationInput): Stream.Stream<void> => Stream.repeatEffect(pause(interval))
+const ticks = (interval: Duration.DurationInput): Stream.Stream<undefined> =>
+  Stream.repeatEffect(Effect.as(pause(interval), undefined))
+
+/** The seq a notification carries (anything else: unknown, so the store reads). */
+const seqOf = (payload: string): number | undefined => {
+  const seq = Number(payload)
+  return Number.isSafeInteger(seq) && seq > 0 ? seq : undefined
+}
 
 /**
  * A feed for any database: signals every `interval` (default 50 ms, wall-clock time). The store
@@ -101,7 +111,7 @@ export const makeNotifyFeed = (
       changes: Stream.merge(
         // listens again a second after LISTEN fails
         Stream.forever(Stream.concat(
-          listener.listen(channel).pipe(Stream.as<void>(undefined), Stream.catchAll(() => Stream.empty)),
+          listener.listen(channel).pipe(Stream.map(seqOf), Stream.catchAll(() => Stream.empty)),
           Stream.execute(pause("1 second"))
         )),
         ticks(options.fallbackInterval ?? "1 second")

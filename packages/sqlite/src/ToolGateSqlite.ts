@@ -145,7 +145,7 @@ export const layerFileFeed = (
 ): Layer.Layer<SqlChangeFeed.SqlChangeFeed> =>
   Layer.succeed(SqlChangeFeed.SqlChangeFeed, {
     onCommit: () => Effect.void,
-    changes: fileChanges(filename, fallbackInterval)
+    changes: Stream.as(fileChanges(filename, fallbackInterval), undefined)
   })
 
 /**

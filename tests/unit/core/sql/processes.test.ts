@@ -147,7 +147,7 @@ describe("SqlApprovalStore change feed", () => {
   it.live("the feed runs only while someone is subscribed, and local commits hint without it", () =>
     Effect.gen(function*() {
       const running = yield* Ref.make(0)
-      const signals = yield* Queue.unbounded<void>()
+      const signals = yield* Queue.unbounded<undefined>()
       // the feed says when it starts and stops: the test waits for that, not for time to pass
       const started = yield* Queue.unbounded<void>()
       const stopped = yield* Queue.unbounded<void>()
@@ -184,6 +184,33 @@ describe("SqlApprovalStore change feed", () => {
       yield* Queue.take(stopped).pipe(Effect.timeout("5 seconds"))
       expect(yield* Ref.get(running)).toBe(0)
       expect(yield* Queue.size(started)).toBe(0)
+    }))
+
+  it.live("a signal naming a seq already hinted wakes no reader; a later seq or an unknown one does", () =>
+    Effect.gen(function*() {
+      const signals = yield* Queue.unbounded<number | undefined>()
+      const feed = Layer.succeed(SqlApprovalStore.SqlChangeFeed, {
+        onCommit: () => Effect.void,
+        changes: Stream.fromQueue(signals)
+      })
+      const { store } = yield* open(
+        SqlApprovalStore.layer().pipe(
+          Layer.provide(feed),
+          Layer.provideMerge(sqliteClient(join(yield* tempDir, "toolgate.db")))
+        )
+      )
+      yield* Effect.scoped(Effect.gen(function*() {
+        const hints = yield* store.subscribe
+        yield* store.append([decision(1)])
+        expect(yield* Queue.take(hints)).toBe(1)
+        // the feed echoes the local commit, then another process's: a reader holds one hint at
+        // most, so had the echo woken it, the next hint would still read 1
+        yield* Queue.offer(signals, 1)
+        yield* Queue.offer(signals, 7)
+        expect(yield* Queue.take(hints).pipe(Effect.timeout("5 seconds"))).toBe(7)
+        yield* Queue.offer(signals, undefined)
+        expect(yield* Queue.take(hints).pipe(Effect.timeout("5 seconds"))).toBe(7)
+      }))
     }))
 
   it.live("the notify feed listens again after LISTEN fails, and signals what it hears", () =>

@@ -94,9 +94,19 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       offer(seq)
     }
     const hint = (rows: ReadonlyArray<Codecs.EventRow> | undefined) => Effect.sync(() => notify(rows))
-    // Another process may have committed: readers read the log after what they have seen.
+    // Another process may have committed: readers read the log after what they have seen. A
+    // signal naming a seq already hinted is this process's own commit (or one before it: seqs
+    // follow commit order), which readers read or are about to.
+    const signalled = (seq: number | undefined) => {
+      if (seq !== undefined && seq <= known) return
+      if (seq !== undefined) known = seq
+      offer(known)
+    }
     const watcher = yield* RcRef.make({
-      acquire: driver.changes.pipe(Stream.runForEach(() => Effect.sync(() => offer(known))), Effect.forkScoped)
+      acquire: driver.changes.pipe(
+        Stream.runForEach((seq) => Effect.sync(() => signalled(seq))),
+        Effect.forkScoped
+      )
     })
 
     // --- transitions -----------------------------------------------------------------------------
