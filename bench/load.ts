@@ -401,7 +401,16 @@ const runAgainst = async <E>(
   storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
 ) => {
   const child = Bun.spawn(
-    [process.execPath, "--conditions=@tool-gate/source", import.meta.path, "serve", kind, target],
+    [
+      process.execPath,
+      "--conditions=@tool-gate/source",
+      // e.g. LOAD_SERVER_FLAGS="--cpu-prof-md --cpu-prof-dir=/tmp/prof" to profile the server
+      ...(process.env.LOAD_SERVER_FLAGS ?? "").split(" ").filter((flag) => flag !== ""),
+      import.meta.path,
+      "serve",
+      kind,
+      target
+    ],
     {
       stdout: "pipe",
       stderr: "inherit",
@@ -434,6 +443,8 @@ const runAgainst = async <E>(
 
 if (import.meta.main) {
   if (process.argv[2] === "serve") {
+    // a normal exit on kill, so a profiler the server runs under writes its profile
+    process.on("SIGTERM", () => process.exit(0))
     await Effect.runPromise(serve(process.argv[3]!, process.argv[4]!))
   } else {
     const dir = mkdtempSync(join(tmpdir(), "toolgate-load-"))

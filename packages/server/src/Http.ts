@@ -50,12 +50,25 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
         gate.getRequest(requestId),
         (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
       )
-    /** The caller, once it may answer for the request's session. */
+    type Answering = Effect.Effect<
+      Auth.Approver | Auth.GlobalApprover,
+      ToolGateError.RequestNotFound | ToolGateError.PersistenceError | Auth.Forbidden,
+      Auth.CurrentPrincipal
+    >
+    /**
+     * The caller, once it may answer for the request's session. A token that may answer for every
+     * session needs no read of the request here: the gate reads it anyway (and answers a missing
+     * one with the same `RequestNotFound`).
+     */
     const approverOf = (requestId: ApprovalRequest.RequestId) =>
-      Effect.flatMap(
-        gate.getRequest(requestId),
-        (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
-      )
+      Effect.flatMap(Auth.CurrentPrincipal, (principal): Answering => {
+        const global = Auth.globalApprover(principal)
+        if (global !== undefined) return Effect.succeed(global)
+        return Effect.flatMap(
+          gate.getRequest(requestId),
+          (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
+        )
+      })
     return handlers
       .handle("pending", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -109,7 +122,12 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         clear(path.sessionKey))
   }))
 
-// Live events reach every stream client as the same objects (the gate's hub): render each once.
+const encoder = new TextEncoder()
+const retryHint = encoder.encode("retry: 1000\n\n")
+const keepAlive = encoder.encode(": keep-alive\n\n")
+
+// Live events reach every stream client as the same objects (the gate's hub): each is rendered
+// once, whichever clients it goes to.
 const rendered = new WeakMap<AuditEvent.AuditEvent, string>()
 const sseEvent = (event: AuditEvent.AuditEvent): string => {
   let text = rendered.get(event)
@@ -120,9 +138,39 @@ const sseEvent = (event: AuditEvent.AuditEvent): string => {
   return text
 }
 
-/** The events of a chunk as one piece of text: one socket write per chunk, not per event. */
-const sseChunk = (events: Chunk.Chunk<AuditEvent.AuditEvent>): Chunk.Chunk<string> =>
-  Chunk.isEmpty(events) ? Chunk.empty() : Chunk.of(Chunk.join(Chunk.map(events, sseEvent), ""))
+interface Batch {
+  readonly events: ReadonlyArray<AuditEvent.AuditEvent>
+  readonly bytes: Uint8Array
+}
+
+/**
+ * The bytes of the last batch that began with an event: clients that receive the same run of live
+ * events (most of them, most of the time) write the same bytes, encoded once. A run is the same
+ * when every event is the same object: clients whose filters differ may share its ends but not
+ * its middle.
+ */
+const batches = new WeakMap<AuditEvent.AuditEvent, Batch>()
+
+const sameEvents = (batch: Batch, events: ReadonlyArray<AuditEvent.AuditEvent>): boolean => {
+  if (batch.events.length !== events.length) return false
+  for (let i = 0; i < events.length; i++) {
+    if (batch.events[i] !== events[i]) return false
+  }
+  return true
+}
+
+/** The events of a chunk as one piece of bytes: one socket write per chunk, not per event. */
+const sseChunk = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>): Chunk.Chunk<Uint8Array> => {
+  if (Chunk.isEmpty(chunk)) return Chunk.empty()
+  const events = Chunk.toReadonlyArray(chunk)
+  const known = batches.get(events[0]!)
+  if (known !== undefined && sameEvents(known, events)) return Chunk.of(known.bytes)
+  let text = ""
+  for (const event of events) text += sseEvent(event)
+  const batch: Batch = { events, bytes: encoder.encode(text) }
+  batches.set(events[0]!, batch)
+  return Chunk.of(batch.bytes)
+}
 
 /**
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
@@ -130,15 +178,14 @@ const sseChunk = (events: Chunk.Chunk<AuditEvent.AuditEvent>): Chunk.Chunk<strin
  */
 const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
   HttpServerResponse.stream(
-    Stream.make("retry: 1000\n\n").pipe(
+    Stream.make(retryHint).pipe(
       Stream.concat(
         Stream.merge(
           Stream.mapChunks(events, sseChunk),
-          Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(": keep-alive\n\n")),
+          Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(keepAlive)),
           { haltStrategy: "left" }
         )
-      ),
-      Stream.encodeText
+      )
     ),
     {
       contentType: "text/event-stream",
