@@ -104,4 +104,27 @@ describe("audit stream (SSE)", () => {
       received.push(...tail.map((e) => e.data.seq))
       expect(received).toEqual(Array.from({ length: total }, (_, i) => i + 1))
     }))
+
+  it.live("clients in step share a batch's bytes, a client whose token sees less gets only its events", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* server.gate.evaluate({ id: "template", name: "ls", sessionKey: "team-b-1" })
+      const [template] = yield* server.store.events()
+      const { seq: _, ...decision } = template!
+      const all = yield* openStream(server, { token: "approver", query: "?afterSeq=1" })
+      const again = yield* openStream(server, { token: "auditor", query: "?afterSeq=1" })
+      const teamA = yield* openStream(server, { token: "teamA", query: "?afterSeq=1" })
+      // Appended at once, so published at once: chunks of many events, where a chunk of every
+      // event and one of team A's alone begin with the same event and differ after it.
+      yield* server.store.append(Array.from({ length: 40 }, (_, i) => ({
+        ...decision,
+        toolCallId: `c${i}`,
+        sessionKey: i % 2 === 0 ? "team-b-1" : "team-a-1"
+      } as typeof decision)))
+      const stored = (yield* server.store.events()).slice(1)
+      const [seenAll, seenAgain, seenTeamA] = yield* Effect.all([all.take(40), again.take(40), teamA.take(20)])
+      expect(seenAll!.map((e) => e.data)).toEqual([...stored])
+      expect(seenAgain!.map((e) => e.data)).toEqual([...stored])
+      expect(seenTeamA!.map((e) => e.data)).toEqual(stored.filter((e) => e.sessionKey === "team-a-1"))
+    }))
 })

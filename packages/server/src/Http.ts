@@ -31,7 +31,7 @@ import {
   ToolGate,
   ToolGateError
 } from "@tool-gate/core"
-import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 
@@ -159,34 +159,62 @@ const sameEvents = (batch: Batch, events: ReadonlyArray<AuditEvent.AuditEvent>):
   return true
 }
 
-/** The events of a chunk as one piece of bytes: one socket write per chunk, not per event. */
-const sseChunk = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>): Chunk.Chunk<Uint8Array> => {
-  if (Chunk.isEmpty(chunk)) return Chunk.empty()
-  const events = Chunk.toReadonlyArray(chunk)
+/** The events of a chunk (not empty) as one piece of bytes: one socket write per chunk, not per event. */
+const sseBytes = (events: ReadonlyArray<AuditEvent.AuditEvent>): Uint8Array => {
   const known = batches.get(events[0]!)
-  if (known !== undefined && sameEvents(known, events)) return Chunk.of(known.bytes)
+  if (known !== undefined && sameEvents(known, events)) return known.bytes
   let text = ""
   for (const event of events) text += sseEvent(event)
   const batch: Batch = { events, bytes: encoder.encode(text) }
   batches.set(events[0]!, batch)
-  return Chunk.of(batch.bytes)
+  return batch.bytes
+}
+
+/** How long a stream may stay silent before a comment line goes out, so idle proxies keep it open. */
+const keepAliveEvery = "15 seconds"
+
+/** Pieces of bytes as one (one socket write), copied only when there are several. */
+const joinBytes = (pieces: Chunk.Chunk<Uint8Array>): Chunk.Chunk<Uint8Array> => {
+  if (Chunk.size(pieces) <= 1) return pieces
+  let length = 0
+  for (const piece of pieces) length += piece.length
+  const joined = new Uint8Array(length)
+  let offset = 0
+  for (const piece of pieces) {
+    joined.set(piece, offset)
+    offset += piece.length
+  }
+  return Chunk.of(joined)
 }
 
 /**
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
  * event, with a comment line every 15 seconds so idle proxies keep the connection open.
+ *
+ * The events run on a fiber of their own that pushes each chunk's bytes to the response's mailbox,
+ * where the heartbeat pushes too (what `Stream.merge` does, for one hand-off per chunk instead of
+ * merge's channel machinery, which cost as much as the rest of a client's stream). The response
+ * takes everything the mailbox holds at once and writes it as one piece: a burst of events costs
+ * each client one write, however the stream chunked it. The response ends when the events do.
  */
 const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
   HttpServerResponse.stream(
-    Stream.make(retryHint).pipe(
-      Stream.concat(
-        Stream.merge(
-          Stream.mapChunks(events, sseChunk),
-          Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(keepAlive)),
-          { haltStrategy: "left" }
+    Stream.asyncPush<Uint8Array, E>((emit) =>
+      Effect.gen(function*() {
+        emit.single(retryHint)
+        yield* Stream.runForEachChunk(events, (chunk) =>
+          Effect.sync(() => {
+            if (!Chunk.isEmpty(chunk)) emit.single(sseBytes(Chunk.toReadonlyArray(chunk)))
+          })).pipe(
+            Effect.onExit((exit) => Effect.sync(() => Exit.isSuccess(exit) ? emit.end() : emit.halt(exit.cause))),
+            Effect.forkScoped
+          )
+        yield* Effect.sleep(keepAliveEvery).pipe(
+          Effect.zipRight(Effect.sync(() => emit.single(keepAlive))),
+          Effect.forever,
+          Effect.forkScoped
         )
-      )
-    ),
+      }), { bufferSize: "unbounded" }).pipe(Stream.mapChunks(joinBytes)),
     {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
