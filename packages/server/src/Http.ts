@@ -26,14 +26,15 @@ import { RequestError } from "@effect/platform/HttpServerError"
 import {
   type ApprovalRequest,
   ApprovalStore,
-  type AuditEvent,
+  AuditEvent,
   type ToolCall,
   ToolGate,
   ToolGateError
 } from "@tool-gate/core"
-import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
+import * as AuditFanout from "./internal/auditFanout.js"
 
 /**
  * @since 0.1.0
@@ -191,24 +192,25 @@ const joinBytes = (pieces: Chunk.Chunk<Uint8Array>): Chunk.Chunk<Uint8Array> => 
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
  * event, with a comment line every 15 seconds so idle proxies keep the connection open.
  *
- * The events run on a fiber of their own that pushes each chunk's bytes to the response's mailbox,
- * where the heartbeat pushes too (what `Stream.merge` does, for one hand-off per chunk instead of
- * merge's channel machinery, which cost as much as the rest of a client's stream). The response
- * takes everything the mailbox holds at once and writes it as one piece: a burst of events costs
- * each client one write, however the stream chunked it. The response ends when the events do.
+ * The fan-out pushes each batch's bytes to the response's mailbox, where the heartbeat pushes too;
+ * the response takes everything the mailbox holds at once and writes it as one piece: a burst of
+ * events costs each client one write. The response ends when the fan-out fails it.
  */
-const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
+const sseResponse = (
+  fanout: AuditFanout.Fanout,
+  query: AuditEvent.AuditQuery,
+  keep: (event: AuditEvent.AuditEvent) => boolean
+) =>
   HttpServerResponse.stream(
-    Stream.asyncPush<Uint8Array, E>((emit) =>
+    Stream.asyncPush<Uint8Array, ToolGateError.PersistenceError>((emit) =>
       Effect.gen(function*() {
         emit.single(retryHint)
-        yield* Stream.runForEachChunk(events, (chunk) =>
-          Effect.sync(() => {
-            if (!Chunk.isEmpty(chunk)) emit.single(sseBytes(Chunk.toReadonlyArray(chunk)))
-          })).pipe(
-            Effect.onExit((exit) => Effect.sync(() => Exit.isSuccess(exit) ? emit.end() : emit.halt(exit.cause))),
-            Effect.forkScoped
-          )
+        yield* fanout.follow({
+          query,
+          keep,
+          push: (bytes) => emit.single(bytes),
+          fail: (cause) => emit.halt(cause)
+        })
         yield* Effect.sleep(keepAliveEvery).pipe(
           Effect.zipRight(Effect.sync(() => emit.single(keepAlive))),
           Effect.forever,
@@ -235,6 +237,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
     const store = yield* ApprovalStore.ApprovalStore
+    const fanout = yield* AuditFanout.make(gate, store, sseBytes)
     return handlers
       .handle("query", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -263,10 +266,9 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           // A reconnecting EventSource sends the last id it saw; it wins over the URL it reuses.
           const afterSeq = headers["last-event-id"] ?? urlParams.afterSeq
-          const events = gate.auditLog({ ...urlParams, afterSeq }).pipe(
-            Stream.filter((event) => principal.canSee(event.sessionKey))
-          )
-          return sseResponse(events)
+          const query = { ...urlParams, afterSeq }
+          const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
+          return sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
         }))
   }))
 
