@@ -120,7 +120,7 @@ describe("audit stream (SSE)", () => {
       yield* server.store.append(Array.from({ length: 40 }, (_, i) => ({
         ...decision,
         toolCallId: `c${i}`,
-        sessionKey: i % 2 === 0 ? "team-b-1" : "team-a-1"
+        sessionKey: i % 2 === 0 ? "team-a-1" : "team-b-1"
       } as typeof decision)))
       const stored = (yield* server.store.events()).slice(1)
       const [seenAll, seenAgain, seenTeamA] = yield* Effect.all([all.take(40), again.take(40), teamA.take(20)])

@@ -13,7 +13,8 @@
  * (an EventSource comes back with `Last-Event-ID`) and the fan-out starts again a second later.
  */
 import type { ApprovalStore, AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Cause, Chunk, Deferred, Effect, type Scope, Stream } from "effect"
+import type { Chunk } from "effect"
+import { Cause, Deferred, Effect, type Scope, Stream } from "effect"
 
 /** What a client is sent: the events of a view, as bytes (rendered once per distinct run of events). */
 export type Render = (events: ReadonlyArray<AuditEvent.AuditEvent>) => Uint8Array
@@ -76,13 +77,25 @@ export const make = (
       }
     }
 
+    // The live log comes an event at a time; what arrives before the fan-out yields goes out
+    // together, so a burst costs each client one push (and one write), not one per event.
+    let arrived: Array<AuditEvent.AuditEvent> = []
+    const flush = Effect.sync(() => {
+      const events = arrived
+      arrived = []
+      deliver(events)
+    })
+    const collect = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>) =>
+      Effect.suspend(() => {
+        const idle = arrived.length === 0
+        for (const event of chunk) arrived.push(event)
+        return idle && arrived.length > 0 ? Effect.forkDaemon(Effect.zipRight(Effect.yieldNow(), flush)) : Effect.void
+      })
+
     const run = Effect.flatMap(store.lastSeq, (head) =>
       Effect.zipRight(
         Deferred.succeed(started, head),
-        Stream.runForEachChunk(
-          gate.auditLog({ afterSeq: head }),
-          (chunk) => Effect.sync(() => deliver(Chunk.toReadonlyArray(chunk)))
-        )
+        Stream.runForEachChunk(gate.auditLog({ afterSeq: head }), collect)
       ))
 
     /** Every client's stream ends with the failure (it resumes with Last-Event-ID); a new start, a new head. */
