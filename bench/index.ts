@@ -5,8 +5,8 @@
  *
  * Each bench file prints one JSON line per workload it measured (`{ workload, ...figures }`, or
  * `{ workload, skipped }`), e.g. W2 prints a SQLite line and a PostgreSQL line. The table shows
- * every figure a workload reports (numbers: the median over the runs; flags: false if any run
- * said false), its targets, and whether they are met.
+ * every figure a workload reports (numbers: the median over the runs, then the lowest and highest
+ * when they differ; flags: false if any run said false), its targets, and whether they are met.
  *
  *   bun bench/index.ts            all workloads
  *   bun bench/index.ts W2 W3      only those (matched against the workload names)
@@ -23,6 +23,7 @@ const files = [
   ["bench/w4.ts", "W4"],
   ["bench/w5.ts", "W5"],
   ["bench/load.ts", "Load"],
+  ["bench/w7.ts", "W7"],
   ["bench/glob.ts", "Glob"]
 ] as const
 
@@ -75,7 +76,22 @@ const targets: Record<string, ReadonlyArray<Target>> = {
   "Glob 1 MB, ten stars, ? pieces, miss": [{ figure: "medianMs", op: "<", value: 10 }],
   "Glob 1 MB, ten stars, worst case": [{ figure: "medianMs", op: "<", value: 10 }],
   "Load SQLite": loadTargets,
-  "Load PostgreSQL": loadTargets
+  "Load PostgreSQL": loadTargets,
+  // issue 13: 2,000 answers/s on SQLite, 1,000/s on PostgreSQL, answer p99 < 50 ms; nothing lost or repeated
+  "W7 SQLite": [
+    { figure: "answersPerSec", op: ">=", value: 2_000 },
+    { figure: "answerP99ms", op: "<", value: 50 },
+    ...loadTargets
+  ],
+  "W7 SQLite memory": [
+    { figure: "sseLostEvents", op: "==", value: 0 },
+    { figure: "sseDuplicateEvents", op: "==", value: 0 }
+  ],
+  "W7 PostgreSQL": [
+    { figure: "answersPerSec", op: ">=", value: 1_000 },
+    { figure: "answerP99ms", op: "<", value: 50 },
+    ...loadTargets
+  ]
 }
 
 type Line = { readonly workload: string; readonly skipped?: string } & Record<string, unknown>
@@ -124,9 +140,15 @@ for (const [file, prefix] of files) {
     }
     const lines = runs.map((run) => run.find((line) => line.workload === workload)!).filter(Boolean)
     const figures = new Map<string, unknown>()
+    /** the lowest and highest of a number that varied between runs */
+    const spreads = new Map<string, string>()
     for (const key of Object.keys(lines[0]!)) {
       if (key === "workload") continue
       const values = lines.map((line) => line[key])
+      if (values.every((v) => typeof v === "number")) {
+        const [low, high] = [Math.min(...values), Math.max(...values)]
+        if (low !== high) spreads.set(key, ` (${format(low)}-${format(high)})`)
+      }
       figures.set(
         key,
         values.every((v) => typeof v === "number")
@@ -143,7 +165,9 @@ for (const [file, prefix] of files) {
         : holds(target, figures.get(target.figure))
     )
     console.log(
-      `| ${workload} | ${[...figures].map(([key, value]) => `${key} ${format(value)}`).join(" · ")} | ${
+      `| ${workload} | ${
+        [...figures].map(([key, value]) => `${key} ${format(value)}${spreads.get(key) ?? ""}`).join(" · ")
+      } | ${
         goals.length === 0 ? "none checked" : goals.map((t) => `${t.figure} ${t.op} ${format(t.value)}`).join(" · ")
       } | ${
         goals.length === 0

@@ -372,14 +372,18 @@ export const runLoad = (options: Options) =>
     })
   )
 
-interface Ready {
+/** What the server process prints once it listens and its pending requests exist. */
+export interface Ready {
   readonly url: string
   readonly requestIds: ReadonlyArray<ApprovalRequest.RequestId>
   readonly afterSeq: number
 }
 
-/** The server process: `bun bench/load.ts serve sqlite FILE` or `serve pg URL`; prints a `Ready` line. */
-const serve = (kind: string, target: string) =>
+/**
+ * The server process: `bun bench/load.ts serve sqlite FILE [N]` or `serve pg URL [N]`, with N
+ * pending requests (LOAD_REQUESTS by default); prints a `Ready` line.
+ */
+const serve = (kind: string, target: string, pending: number) =>
   Effect.gen(function*() {
     const gateLayer = kind === "pg"
       ? ToolGatePg.layer({ url: Redacted.make(target), policy })
@@ -387,27 +391,47 @@ const serve = (kind: string, target: string) =>
     const context = yield* Layer.build(Server.layer({ port: 0, tokens }).pipe(Layer.provideMerge(gateLayer)))
     const address = Context.get(context, HttpServer.HttpServer).address
     if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
-    const requestIds = yield* createPending(Context.get(context, ToolGate.ToolGate), REQUESTS, SESSIONS)
+    const requestIds = yield* createPending(Context.get(context, ToolGate.ToolGate), pending, SESSIONS)
     const afterSeq = yield* Context.get(context, ApprovalStore.ApprovalStore).lastSeq
     const ready: Ready = { url: `http://127.0.0.1:${address.port}`, requestIds, afterSeq }
     console.log(JSON.stringify(ready))
     return yield* Effect.never
   }).pipe(Effect.scoped)
 
-/** Starts the server process, runs the load against it and checks through `storeLayer`. */
-const runAgainst = async <E>(
+/** A server process started by `startServer`: ready, with its pid (for /proc) and a way to stop it. */
+export interface ServerProcess extends Ready {
+  readonly pid: number
+  readonly stop: () => Promise<void>
+}
+
+/** Starts a server process with `pending` pending requests and waits (at most LOAD_DEADLINE_S) for it to be ready. */
+export const startServer = async (
   kind: "sqlite" | "pg",
   target: string,
-  storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
-) => {
+  pending = REQUESTS
+): Promise<ServerProcess> => {
   const child = Bun.spawn(
-    [process.execPath, "--conditions=@tool-gate/source", import.meta.path, "serve", kind, target],
+    [
+      process.execPath,
+      "--conditions=@tool-gate/source",
+      // e.g. LOAD_SERVER_FLAGS="--cpu-prof-md --cpu-prof-dir=/tmp/prof" to profile the server
+      ...(process.env.LOAD_SERVER_FLAGS ?? "").split(" ").filter((flag) => flag !== ""),
+      import.meta.path,
+      "serve",
+      kind,
+      target,
+      String(pending)
+    ],
     {
       stdout: "pipe",
       stderr: "inherit",
       env: process.env
     }
   )
+  const stop = async () => {
+    child.kill()
+    await child.exited
+  }
   const notReady = setTimeout(() => child.kill(), DEADLINE_S * 1000)
   try {
     const reader = child.stdout.getReader()
@@ -420,21 +444,38 @@ const runAgainst = async <E>(
       }
       out += decoder.decode(chunk.value, { stream: true })
     }
-    clearTimeout(notReady)
+    reader.releaseLock()
     const ready = JSON.parse(out.slice(0, out.indexOf("\n"))) as Ready
-    return await Effect.runPromise(
-      runLoad({ ...ready, token, sessions: SESSIONS, sseClients: SSE_CLIENTS }).pipe(Effect.provide(storeLayer))
-    )
+    return { ...ready, pid: child.pid, stop }
+  } catch (error) {
+    await stop()
+    throw error
   } finally {
     clearTimeout(notReady)
-    child.kill()
-    await child.exited
+  }
+}
+
+/** Starts the server process, runs the load against it and checks through `storeLayer`. */
+const runAgainst = async <E>(
+  kind: "sqlite" | "pg",
+  target: string,
+  storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
+) => {
+  const server = await startServer(kind, target)
+  try {
+    return await Effect.runPromise(
+      runLoad({ ...server, token, sessions: SESSIONS, sseClients: SSE_CLIENTS }).pipe(Effect.provide(storeLayer))
+    )
+  } finally {
+    await server.stop()
   }
 }
 
 if (import.meta.main) {
   if (process.argv[2] === "serve") {
-    await Effect.runPromise(serve(process.argv[3]!, process.argv[4]!))
+    // a normal exit on kill, so a profiler the server runs under writes its profile
+    process.on("SIGTERM", () => process.exit(0))
+    await Effect.runPromise(serve(process.argv[3]!, process.argv[4]!, Number(process.argv[5] ?? REQUESTS)))
   } else {
     const dir = mkdtempSync(join(tmpdir(), "toolgate-load-"))
     try {

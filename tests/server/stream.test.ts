@@ -3,10 +3,11 @@
  * Last-Event-ID, live events; no gap and no duplicate across reconnects; the log's head as the
  * point to resume from.
  */
+import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
 import { Effect } from "effect"
 import { describe, it } from "../support/effectTest.js"
-import { startServer, type TestServer } from "./support/server.js"
+import { authorization, startServer, type TestServer } from "./support/server.js"
 import { openStream } from "./support/sse.js"
 
 /** `count` allowed decisions in `sessionKey`: one audit event each. */
@@ -103,5 +104,50 @@ describe("audit stream (SSE)", () => {
       const tail = yield* connection.take(total - received.length)
       received.push(...tail.map((e) => e.data.seq))
       expect(received).toEqual(Array.from({ length: total }, (_, i) => i + 1))
+    }))
+
+  it.live("clients in step share a batch's bytes, a client whose token sees less gets only its events", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* server.gate.evaluate({ id: "template", name: "ls", sessionKey: "team-b-1" })
+      const [template] = yield* server.store.events()
+      const { seq: _, ...decision } = template!
+      const all = yield* openStream(server, { token: "approver", query: "?afterSeq=1" })
+      const again = yield* openStream(server, { token: "auditor", query: "?afterSeq=1" })
+      const teamA = yield* openStream(server, { token: "teamA", query: "?afterSeq=1" })
+      // Appended at once, so published at once: chunks of many events, where a chunk of every
+      // event and one of team A's alone begin with the same event and differ after it.
+      yield* server.store.append(Array.from({ length: 40 }, (_, i) => ({
+        ...decision,
+        toolCallId: `c${i}`,
+        sessionKey: i % 2 === 0 ? "team-a-1" : "team-b-1"
+      } as typeof decision)))
+      const stored = (yield* server.store.events()).slice(1)
+      const [seenAll, seenAgain, seenTeamA] = yield* Effect.all([all.take(40), again.take(40), teamA.take(20)])
+      expect(seenAll!.map((e) => e.data)).toEqual([...stored])
+      expect(seenAgain!.map((e) => e.data)).toEqual([...stored])
+      expect(seenTeamA!.map((e) => e.data)).toEqual(stored.filter((e) => e.sessionKey === "team-a-1"))
+    }))
+
+  it.live("a stream whose replay cannot be read ends; resumed once the log is back, it misses nothing", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* decisions(server, 1, 3)
+      // Another connection takes the event log away, so the replay's read really fails.
+      const other = new Database(server.filename)
+      other.run("ALTER TABLE toolgate_events RENAME TO toolgate_events_away")
+      const ended = yield* Effect.promise(() =>
+        fetch(`${server.url}/audit/stream?afterSeq=0`, { headers: authorization("auditor") }).then(
+          (response) => response.text().catch(() => ""),
+          () => ""
+        )
+      ).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => "the stream did not end" }), Effect.orDie)
+      expect(ended).not.toContain("id:")
+      other.run("ALTER TABLE toolgate_events_away RENAME TO toolgate_events")
+      other.close()
+      const resumed = yield* openStream(server, { token: "auditor", lastEventId: "1" })
+      expect((yield* resumed.take(2)).map((e) => e.id)).toEqual(["2", "3"])
+      yield* decisions(server, 4, 1)
+      expect((yield* resumed.take(1)).map((e) => e.id)).toEqual(["4"])
     }))
 })

@@ -274,6 +274,27 @@ export const approverFor = <E>(
       ))
 
 /**
+ * A principal allowed to answer for every session: an approver token with no session patterns.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface GlobalApprover extends Principal {
+  readonly role: "approver"
+  readonly sessions: undefined
+}
+
+/**
+ * The principal as a `GlobalApprover` when it is one, so a handler can answer for it without first
+ * reading which session a request belongs to; `undefined` otherwise (then `approverFor` decides).
+ *
+ * @since 0.1.0
+ * @category authorization
+ */
+export const globalApprover = (principal: Principal): GlobalApprover | undefined =>
+  principal.role === "approver" && principal.sessions === undefined ? principal as GlobalApprover : undefined
+
+/**
  * The answer as given by `approver`: `respondedBy` is always the token's name, whatever the body
  * said, so nobody answers under another identity.
  *
@@ -281,7 +302,7 @@ export const approverFor = <E>(
  * @category authorization
  */
 export const answerOf = (
-  approver: Approver,
+  approver: Approver | GlobalApprover,
   response: ApprovalRequest.ApprovalResponse
 ): ApprovalRequest.ApprovalResponse => ({ ...response, respondedBy: approver.name })
 

@@ -26,14 +26,15 @@ import { RequestError } from "@effect/platform/HttpServerError"
 import {
   type ApprovalRequest,
   ApprovalStore,
-  type AuditEvent,
+  AuditEvent,
   type ToolCall,
   ToolGate,
   ToolGateError
 } from "@tool-gate/core"
-import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
+import * as AuditFanout from "./internal/auditFanout.js"
 
 /**
  * @since 0.1.0
@@ -50,12 +51,25 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
         gate.getRequest(requestId),
         (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
       )
-    /** The caller, once it may answer for the request's session. */
+    type Answering = Effect.Effect<
+      Auth.Approver | Auth.GlobalApprover,
+      ToolGateError.RequestNotFound | ToolGateError.PersistenceError | Auth.Forbidden,
+      Auth.CurrentPrincipal
+    >
+    /**
+     * The caller, once it may answer for the request's session. A token that may answer for every
+     * session needs no read of the request here: the gate reads it anyway (and answers a missing
+     * one with the same `RequestNotFound`).
+     */
     const approverOf = (requestId: ApprovalRequest.RequestId) =>
-      Effect.flatMap(
-        gate.getRequest(requestId),
-        (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
-      )
+      Effect.flatMap(Auth.CurrentPrincipal, (principal): Answering => {
+        const global = Auth.globalApprover(principal)
+        if (global !== undefined) return Effect.succeed(global)
+        return Effect.flatMap(
+          gate.getRequest(requestId),
+          (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
+        )
+      })
     return handlers
       .handle("pending", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -109,7 +123,12 @@ export const layerSessions = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         clear(path.sessionKey))
   }))
 
-// Live events reach every stream client as the same objects (the gate's hub): render each once.
+const encoder = new TextEncoder()
+const retryHint = encoder.encode("retry: 1000\n\n")
+const keepAlive = encoder.encode(": keep-alive\n\n")
+
+// Live events reach every stream client as the same objects (the gate's hub): each is rendered
+// once, whichever clients it goes to.
 const rendered = new WeakMap<AuditEvent.AuditEvent, string>()
 const sseEvent = (event: AuditEvent.AuditEvent): string => {
   let text = rendered.get(event)
@@ -120,26 +139,84 @@ const sseEvent = (event: AuditEvent.AuditEvent): string => {
   return text
 }
 
-/** The events of a chunk as one piece of text: one socket write per chunk, not per event. */
-const sseChunk = (events: Chunk.Chunk<AuditEvent.AuditEvent>): Chunk.Chunk<string> =>
-  Chunk.isEmpty(events) ? Chunk.empty() : Chunk.of(Chunk.join(Chunk.map(events, sseEvent), ""))
+interface Batch {
+  readonly events: ReadonlyArray<AuditEvent.AuditEvent>
+  readonly bytes: Uint8Array
+}
+
+/**
+ * The bytes of the last batch that began with an event: clients that receive the same run of live
+ * events (most of them, most of the time) write the same bytes, encoded once. A run is the same
+ * when every event is the same object: clients whose filters differ may share its ends but not
+ * its middle.
+ */
+const batches = new WeakMap<AuditEvent.AuditEvent, Batch>()
+
+const sameEvents = (batch: Batch, events: ReadonlyArray<AuditEvent.AuditEvent>): boolean => {
+  if (batch.events.length !== events.length) return false
+  for (let i = 0; i < events.length; i++) {
+    if (batch.events[i] !== events[i]) return false
+  }
+  return true
+}
+
+/** The events of a chunk (not empty) as one piece of bytes: one socket write per chunk, not per event. */
+const sseBytes = (events: ReadonlyArray<AuditEvent.AuditEvent>): Uint8Array => {
+  const known = batches.get(events[0]!)
+  if (known !== undefined && sameEvents(known, events)) return known.bytes
+  let text = ""
+  for (const event of events) text += sseEvent(event)
+  const batch: Batch = { events, bytes: encoder.encode(text) }
+  batches.set(events[0]!, batch)
+  return batch.bytes
+}
+
+/** How long a stream may stay silent before a comment line goes out, so idle proxies keep it open. */
+const keepAliveEvery = "15 seconds"
+
+/** Pieces of bytes as one (one socket write), copied only when there are several. */
+const joinBytes = (pieces: Chunk.Chunk<Uint8Array>): Chunk.Chunk<Uint8Array> => {
+  if (Chunk.size(pieces) <= 1) return pieces
+  let length = 0
+  for (const piece of pieces) length += piece.length
+  const joined = new Uint8Array(length)
+  let offset = 0
+  for (const piece of pieces) {
+    joined.set(piece, offset)
+    offset += piece.length
+  }
+  return Chunk.of(joined)
+}
 
 /**
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
  * event, with a comment line every 15 seconds so idle proxies keep the connection open.
+ *
+ * The fan-out pushes each batch's bytes to the response's mailbox, where the heartbeat pushes too;
+ * the response takes everything the mailbox holds at once and writes it as one piece: a burst of
+ * events costs each client one write. The response ends when the fan-out fails it.
  */
-const sseResponse = <E>(events: Stream.Stream<AuditEvent.AuditEvent, E>) =>
+const sseResponse = (
+  fanout: AuditFanout.Fanout,
+  query: AuditEvent.AuditQuery,
+  keep: (event: AuditEvent.AuditEvent) => boolean
+) =>
   HttpServerResponse.stream(
-    Stream.make("retry: 1000\n\n").pipe(
-      Stream.concat(
-        Stream.merge(
-          Stream.mapChunks(events, sseChunk),
-          Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(": keep-alive\n\n")),
-          { haltStrategy: "left" }
+    Stream.asyncPush<Uint8Array, ToolGateError.PersistenceError>((emit) =>
+      Effect.gen(function*() {
+        emit.single(retryHint)
+        yield* fanout.follow({
+          query,
+          keep,
+          push: (bytes) => emit.single(bytes),
+          fail: (cause) => emit.halt(cause)
+        })
+        yield* Effect.sleep(keepAliveEvery).pipe(
+          Effect.zipRight(Effect.sync(() => emit.single(keepAlive))),
+          Effect.forever,
+          Effect.forkScoped
         )
-      ),
-      Stream.encodeText
-    ),
+      }), { bufferSize: "unbounded" }).pipe(Stream.mapChunks(joinBytes)),
     {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
@@ -160,6 +237,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
     const store = yield* ApprovalStore.ApprovalStore
+    const fanout = yield* AuditFanout.make(gate, store, sseBytes)
     return handlers
       .handle("query", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -188,10 +266,9 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           // A reconnecting EventSource sends the last id it saw; it wins over the URL it reuses.
           const afterSeq = headers["last-event-id"] ?? urlParams.afterSeq
-          const events = gate.auditLog({ ...urlParams, afterSeq }).pipe(
-            Stream.filter((event) => principal.canSee(event.sessionKey))
-          )
-          return sseResponse(events)
+          const query = { ...urlParams, afterSeq }
+          const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
+          return sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
         }))
   }))
 

@@ -1,0 +1,221 @@
+/**
+ * W7 HTTP approvals (docs/benchmarks.md): the approval server on loopback, in a process of its
+ * own, answering pending requests over 16 connections while 8 SSE clients follow the audit stream
+ * (bench/load.ts: half replay from the start, half reconnect with Last-Event-ID every 100 events;
+ * pending lists are read beside the answers). Figures: answers per second, answer p50/p99, events
+ * lost / repeated / out of order (must be 0), the server's CPU ms per answer (from
+ * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is),
+ * on SQLite and, when TOOLGATE_PG_URL is set, on PostgreSQL.
+ *
+ * Then memory at scale, on SQLite: the server's RSS (/proc/<pid>/status VmRSS) with W7_PENDING
+ * pending requests, after one client listed them all, and with W7_SSE_CLIENTS event streams open;
+ * W7_SSE_ANSWERS answers are then given and every stream must receive every event they make.
+ *
+ *   bun bench/w7.ts        W7_PENDING=10000 W7_SSE_CLIENTS=1000 W7_SSE_ANSWERS=100 by default;
+ *                          the load itself as bench/load.ts (LOAD_REQUESTS=2000 ...)
+ */
+import type { ApprovalStore } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Effect, type Layer, Redacted } from "effect"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { connect, type Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { pgSchema } from "../tests/support/sqlStores.js"
+import { runLoad, startServer, token } from "./load.js"
+
+const PENDING = Number(process.env.W7_PENDING ?? 10_000)
+const SSE_CLIENTS = Number(process.env.W7_SSE_CLIENTS ?? 1000)
+const SSE_ANSWERS = Number(process.env.W7_SSE_ANSWERS ?? 100)
+const DEADLINE_MS = Number(process.env.LOAD_DEADLINE_S ?? 120) * 1000
+
+/** The process's resident set, in MB. */
+const rssMb = (pid: number) => {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!
+  return Math.round(Number(line.split(/\s+/)[1]) / 1024)
+}
+
+/** The process's CPU time (user + system), in ms. */
+const cpuMs = (pid: number) => {
+  // the fields after the command (which may hold spaces), from `state`: utime and stime are 12th and 13th
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 1000 / 100
+}
+
+/** The load of bench/load.ts against a server process, with the server's CPU time per answer. */
+const load = async <E>(
+  kind: "sqlite" | "pg",
+  target: string,
+  storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
+) => {
+  const server = await startServer(kind, target)
+  try {
+    const before = cpuMs(server.pid)
+    const figures = await Effect.runPromise(
+      runLoad({ ...server, token, sessions: 50, sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8) }).pipe(
+        Effect.provide(storeLayer)
+      )
+    )
+    const serverCpuMsPerAnswer = Math.round((cpuMs(server.pid) - before) / figures.requests * 100) / 100
+    return {
+      answersPerSec: figures.answeredPerSec,
+      answerP50ms: figures.answerP50ms,
+      answerP99ms: figures.answerP99ms,
+      serverCpuMsPerAnswer,
+      serverRssMb: rssMb(server.pid),
+      requests: figures.requests,
+      sseClients: figures.sseClients,
+      sseReconnects: figures.sseReconnects,
+      readP99ms: figures.readP99ms,
+      errors: figures.errors,
+      lostEvents: figures.lostEvents,
+      duplicateEvents: figures.duplicateEvents,
+      outOfOrderEvents: figures.outOfOrderEvents,
+      answeredExactlyOnce: figures.answeredExactlyOnce
+    }
+  } finally {
+    await server.stop()
+  }
+}
+
+/**
+ * A bare SSE client on a socket of its own (fetch shares a few connections): decodes the chunked
+ * response, counting the chunks (each one write of the server's) and the events they carry.
+ */
+interface RawStream {
+  readonly socket: Socket
+  readonly started: Promise<void>
+  readonly seqs: Array<number>
+  /** chunks received after the first (the `retry` hint) */
+  readonly writes: () => number
+}
+
+const rawStream = (url: URL, afterSeq: number): RawStream => {
+  const socket = connect(Number(url.port), url.hostname)
+  const seqs: Array<number> = []
+  let writes = -1
+  let raw = Buffer.alloc(0)
+  let headersDone = false
+  let text = ""
+  const started = new Promise<void>((resolve, reject) => {
+    socket.once("error", reject)
+    socket.on("data", (data: Buffer) => {
+      raw = Buffer.concat([raw, data])
+      if (!headersDone) {
+        const end = raw.indexOf("\r\n\r\n")
+        if (end < 0) return
+        headersDone = true
+        raw = raw.subarray(end + 4)
+      }
+      for (;;) {
+        const line = raw.indexOf("\r\n")
+        if (line < 0) break
+        const size = parseInt(raw.subarray(0, line).toString("latin1"), 16)
+        if (raw.length < line + 2 + size + 2) break
+        text += raw.subarray(line + 2, line + 2 + size).toString("utf8")
+        raw = raw.subarray(line + 2 + size + 2)
+        writes++
+        resolve()
+      }
+      const end = text.lastIndexOf("\n\n")
+      if (end < 0) return
+      for (const match of text.slice(0, end).matchAll(/^id: (\d+)$/gm)) seqs.push(Number(match[1]))
+      text = text.slice(end + 2)
+    })
+  })
+  socket.write(
+    `GET /audit/stream?afterSeq=${afterSeq} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\n` +
+      "Accept: text/event-stream\r\n\r\n"
+  )
+  return { socket, started, seqs, writes: () => writes }
+}
+
+const memoryAtScale = async (filename: string) => {
+  const server = await startServer("sqlite", filename, PENDING)
+  const streams: Array<RawStream> = []
+  try {
+    const rssPendingMb = rssMb(server.pid)
+    const listed = await fetch(`${server.url}/approvals/pending`, { headers: { authorization: `Bearer ${token}` } })
+    const pendingListed = ((await listed.json()) as Array<unknown>).length
+    const rssPendingListedMb = rssMb(server.pid)
+
+    const url = new URL(server.url)
+    for (let i = 0; i < SSE_CLIENTS; i++) streams.push(rawStream(url, server.afterSeq))
+    await Promise.all(streams.map((stream) => stream.started))
+    const rssSseMb = rssMb(server.pid)
+
+    // Some answers, seen by every stream: each gets every event, once.
+    const answered = server.requestIds.slice(0, SSE_ANSWERS)
+    const started = performance.now()
+    await Promise.all(answered.map((requestId) =>
+      fetch(`${server.url}/approvals/${requestId}/respond`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ decision: "approve_once" })
+      }).then((response) => response.text())
+    ))
+    const head = await fetch(`${server.url}/audit/head`, { headers: { authorization: `Bearer ${token}` } })
+    const { lastSeq } = (await head.json()) as { lastSeq: number }
+    const expected = lastSeq - server.afterSeq
+    while (
+      performance.now() - started < DEADLINE_MS && streams.some((stream) => stream.seqs.length < expected)
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const deliveredMs = Math.round(performance.now() - started)
+    let lostEvents = 0
+    let duplicateEvents = 0
+    for (const stream of streams) {
+      const received = new Set(stream.seqs)
+      duplicateEvents += stream.seqs.length - received.size
+      for (let seq = server.afterSeq + 1; seq <= lastSeq; seq++) if (!received.has(seq)) lostEvents++
+    }
+    return {
+      pending: PENDING,
+      pendingListed,
+      rssPendingMb,
+      rssPendingListedMb,
+      sseClients: SSE_CLIENTS,
+      rssSseMb,
+      sseAnswers: answered.length,
+      sseEventsPerClient: expected,
+      sseDeliveredToAllMs: deliveredMs,
+      sseWritesPerClient: Math.round(streams.reduce((n, stream) => n + stream.writes(), 0) / streams.length),
+      sseLostEvents: lostEvents,
+      sseDuplicateEvents: duplicateEvents
+    }
+  } finally {
+    for (const stream of streams) stream.socket.destroy()
+    await server.stop()
+  }
+}
+
+if (import.meta.main) {
+  const dir = mkdtempSync(join(tmpdir(), "toolgate-w7-"))
+  try {
+    const filename = join(dir, "load.db")
+    const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }))
+    console.log(JSON.stringify({ workload: "W7 SQLite", ...figures }))
+    const memory = await memoryAtScale(join(dir, "scale.db"))
+    console.log(JSON.stringify({ workload: "W7 SQLite memory", ...memory }))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const pg = process.env.TOOLGATE_PG_URL
+  if (pg) {
+    const figures = await Effect.runPromise(
+      Effect.scoped(
+        Effect.flatMap(
+          pgSchema(pg),
+          (url) => Effect.promise(() => load("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
+        )
+      )
+    )
+    console.log(JSON.stringify({ workload: "W7 PostgreSQL", ...figures }))
+  } else {
+    console.log(JSON.stringify({ workload: "W7 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
+  }
+  // a closed PgClient may still hold its LISTEN socket; the figures are out, so leave
+  process.exit(0)
+}

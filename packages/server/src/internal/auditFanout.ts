@@ -1,0 +1,144 @@
+/**
+ * The audit stream's fan-out: one reader of the gate's live log for every SSE client of a server.
+ * Each batch of live events is filtered and rendered once per distinct view and pushed to each
+ * client's response as bytes, so a client costs a filter and a write per batch, not a stream of
+ * its own per event.
+ *
+ * A client replays the log from the store first (pages of 500), while the fan-out holds what it
+ * reads for the client; then, in one synchronous step, it takes what was held after its last
+ * replayed event and goes live. The fan-out reads the log from the head it found when it started
+ * (`auditLog`: nothing after it is missed), and a client starts its replay only once that head is
+ * known, so its replay reaches at least that far: between them, nothing is missed, nothing twice.
+ * When the fan-out's read fails (or its live log ends), every client's stream ends with the error
+ * (an EventSource comes back with `Last-Event-ID`) and the fan-out starts again a second later.
+ */
+import type { ApprovalStore, AuditEvent, ToolGate, ToolGateError } from "@tool-gate/core"
+import type { Chunk } from "effect"
+import { Cause, Deferred, Effect, type Scope, Stream } from "effect"
+
+/** What a client is sent: the events of a view, as bytes (rendered once per distinct run of events). */
+export type Render = (events: ReadonlyArray<AuditEvent.AuditEvent>) => Uint8Array
+
+interface Client {
+  /** the events this client may receive (its filters and its token's sessions) */
+  readonly keep: (event: AuditEvent.AuditEvent) => boolean
+  /** the seq of the last event it was sent (or skipped) */
+  last: number
+  /** live events held while it replays; `undefined` once live */
+  held: Array<AuditEvent.AuditEvent> | undefined
+  readonly push: (bytes: Uint8Array) => void
+  readonly fail: (cause: Cause.Cause<ToolGateError.PersistenceError>) => void
+}
+
+export interface Fanout {
+  /**
+   * Follows the log for one client: replays from `afterSeq`, then live; `push` gets the bytes of
+   * each batch, `fail` the cause that ends the stream. Stops when the scope closes.
+   */
+  readonly follow: (options: {
+    readonly query: AuditEvent.AuditQuery
+    readonly keep: (event: AuditEvent.AuditEvent) => boolean
+    readonly push: (bytes: Uint8Array) => void
+    readonly fail: (cause: Cause.Cause<ToolGateError.PersistenceError>) => void
+  }) => Effect.Effect<void, never, Scope.Scope>
+}
+
+const pageSize = 500
+
+/** The events of `events` a client is to receive now, moving its `last` past all of them. */
+const take = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Array<AuditEvent.AuditEvent> => {
+  const taken: Array<AuditEvent.AuditEvent> = []
+  for (const event of events) {
+    if (event.seq <= client.last) continue
+    client.last = event.seq
+    if (client.keep(event)) taken.push(event)
+  }
+  return taken
+}
+
+export const make = (
+  gate: ToolGate.ToolGate["Type"],
+  store: ApprovalStore.ApprovalStore["Type"],
+  render: Render
+): Effect.Effect<Fanout, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const clients = new Set<Client>()
+    /** the head the running fan-out reads from, once known; replaced when it starts again */
+    let started = yield* Deferred.make<number>()
+
+    const deliver = (events: ReadonlyArray<AuditEvent.AuditEvent>) => {
+      for (const client of clients) {
+        if (client.held !== undefined) {
+          client.held.push(...events)
+          continue
+        }
+        const taken = take(client, events)
+        if (taken.length > 0) client.push(render(taken))
+      }
+    }
+
+    // The live log comes an event at a time; what arrives before the fan-out yields goes out
+    // together, so a burst costs each client one push (and one write), not one per event.
+    let arrived: Array<AuditEvent.AuditEvent> = []
+    const flush = Effect.sync(() => {
+      const events = arrived
+      arrived = []
+      deliver(events)
+    })
+    const collect = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>) =>
+      Effect.suspend(() => {
+        const idle = arrived.length === 0
+        for (const event of chunk) arrived.push(event)
+        return idle && arrived.length > 0 ? Effect.forkDaemon(Effect.zipRight(Effect.yieldNow(), flush)) : Effect.void
+      })
+
+    const run = Effect.flatMap(store.lastSeq, (head) =>
+      Effect.zipRight(
+        Deferred.succeed(started, head),
+        Stream.runForEachChunk(gate.auditLog({ afterSeq: head }), collect)
+      ))
+
+    /** Every client's stream ends with the failure (it resumes with Last-Event-ID); a new start, a new head. */
+    const restart = (cause: Cause.Cause<ToolGateError.PersistenceError>) =>
+      Effect.gen(function*() {
+        for (const client of clients) client.fail(cause)
+        clients.clear()
+        started = yield* Deferred.make<number>()
+        yield* Effect.logWarning("audit stream: reading the live log failed; its clients were disconnected", cause)
+        yield* Effect.sleep("1 second")
+      })
+
+    yield* run.pipe(
+      Effect.zipRight(Effect.dieMessage("the live audit log ended")),
+      Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : restart(cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    const follow: Fanout["follow"] = ({ fail, keep, push, query }) =>
+      Effect.gen(function*() {
+        const client: Client = { keep, last: query.afterSeq ?? 0, held: [], push, fail }
+        yield* Effect.acquireRelease(
+          Effect.sync(() => clients.add(client)),
+          () => Effect.sync(() => clients.delete(client))
+        )
+        yield* Deferred.await(started)
+        while (true) {
+          const page = yield* store.events({ ...query, afterSeq: client.last, limit: pageSize })
+          const taken = take(client, page)
+          if (taken.length > 0) push(render(taken))
+          if (page.length < pageSize) break
+        }
+        // Live from here: what was held after the replay, then each batch as it comes.
+        const held = client.held ?? []
+        client.held = undefined
+        const taken = take(client, held)
+        if (taken.length > 0) push(render(taken))
+      }).pipe(
+        Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : Effect.sync(() => fail(cause))),
+        Effect.forkScoped,
+        Effect.asVoid
+      )
+
+    return { follow }
+  })
