@@ -29,11 +29,13 @@ export const make = (store: ApprovalStore["Type"]) =>
               ] as const)
         )
         const tail = Stream.fromQueue(live).pipe(Stream.filter((event) => event.seq > last && keep(event)))
-        return Stream.concat(replay, tail).pipe(Stream.tap((event) =>
-          Effect.sync(() => {
-            last = event.seq
-          })
-        ))
+        // per chunk, not per event (a tap would hand each event on alone): a batch committed
+        // together reaches a reader as one chunk
+        return Stream.concat(replay, tail).pipe(Stream.mapChunks((chunk) => {
+          const end = Chunk.last(chunk)
+          if (Option.isSome(end)) last = end.value.seq
+          return chunk
+        }))
       }))
     return {
       publish: (events: ReadonlyArray<AuditEvent.AuditEvent>) => PubSub.publishAll(hub, events),
