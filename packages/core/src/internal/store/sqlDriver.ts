@@ -3,7 +3,15 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Effect, Either, Option, type ParseResult } from "effect"
 import type * as Scope from "effect/Scope"
-import type { ApprovalEncoded, Claim, Encoded, EventEncoded, EventRow } from "../../ApprovalStore.js"
+import type {
+  ApprovalEncoded,
+  Claim,
+  DecisionEncoded,
+  Encoded,
+  EventEncoded,
+  EventRow,
+  RequestEncoded
+} from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
@@ -65,7 +73,8 @@ export const make = (
     // Group commit; on SQLite reads queue too, since the one connection serves them.
     const batcher = yield* Batcher.make({
       reserve: sql.reserve,
-      begin: isSqlite ? ["BEGIN IMMEDIATE"] : ["BEGIN", `SELECT pg_advisory_xact_lock(${lockKey(t.prefix)})`]
+      // PostgreSQL: one round trip (a simple query of two statements)
+      begin: isSqlite ? ["BEGIN IMMEDIATE"] : [`BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)})`]
     })
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
     // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order
@@ -109,6 +118,24 @@ export const make = (
     const decisionByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.decisionByCall({ sessionKey, toolCallId }), decisionsOf), first)
 
+    /** The request (it wins: the record of a call that needed approval) or the decision of a call id, in one read. */
+    const recordedByCall = (sessionKey: string, toolCallId: string) =>
+      Effect.flatMap(q.recordedByCall({ sessionKey, toolCallId }), (rows): Effect.Effect<
+        Option.Option<
+          | { readonly _tag: "Request"; readonly request: RequestEncoded }
+          | { readonly _tag: "Decision"; readonly decision: DecisionEncoded }
+        >,
+        Failure
+      > => {
+        const request = rows.find((row) => row.request !== null)
+        return request !== undefined
+          ? Effect.map(requestsOf([request]), ([r]) => Option.some({ _tag: "Request", request: r! } as const))
+          : Effect.map(
+            decisionsOf(rows),
+            ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
+          )
+      })
+
     const claimOf = (requestId: string, claim: Claim) => {
       switch (claim._tag) {
         case "Unwarned":
@@ -136,10 +163,12 @@ export const make = (
           "createRequest",
           Effect.gen(function*() {
             const call = request.toolCall
-            const existing = yield* requestByCall(call.sessionKey, call.id)
-            if (Option.isSome(existing)) return { _tag: "Existing", request: existing.value } as const
-            const decided = yield* decisionByCall(call.sessionKey, call.id)
-            if (Option.isSome(decided)) return { _tag: "Decided", decision: decided.value } as const
+            const recorded = yield* recordedByCall(call.sessionKey, call.id)
+            if (Option.isSome(recorded)) {
+              return recorded.value._tag === "Request"
+                ? { _tag: "Existing", request: recorded.value.request } as const
+                : { _tag: "Decided", decision: recorded.value.decision } as const
+            }
             const active = yield* Effect.flatMap(
               q.activeGrants({ sessionKey: call.sessionKey, toolName: call.name.toLowerCase(), at: request.createdAt }),
               approvalsOf
@@ -259,20 +288,7 @@ export const make = (
 
       findByToolCall: (sessionKey, toolCallId) => read("findByToolCall", requestByCall(sessionKey, toolCallId)),
 
-      findRecorded: (sessionKey, toolCallId) =>
-        read(
-          "findRecorded",
-          Effect.flatMap(q.recordedByCall({ sessionKey, toolCallId }), (rows) => {
-            // a request wins: it is the record of a call that needed approval
-            const request = rows.find((row) => row.request !== null)
-            return request !== undefined
-              ? Effect.map(requestsOf([request]), ([r]) => Option.some({ _tag: "Request", request: r! } as const))
-              : Effect.map(
-                decisionsOf(rows),
-                ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
-              )
-          })
-        ),
+      findRecorded: (sessionKey, toolCallId) => read("findRecorded", recordedByCall(sessionKey, toolCallId)),
 
       listPending: (query) =>
         selectRequests(
