@@ -1,8 +1,8 @@
 /**
- * The W1 policy and calls of bench/w1.ts, as plain JavaScript for the Node scripts here (that file
- * is TypeScript run by Bun): 200 tool names, 50 rules (10 deny, 15 requireApproval, 25 allow, exact
- * names, globs, argument conditions), and calls drawn with the same fixed-seed generator.
- * Keep the two in step.
+ * The W1 workload, written once as plain JavaScript for bench/w1.ts (Bun) and the Node scripts
+ * here: 200 tool names, 50 rules (10 deny, 15 requireApproval, 25 allow, exact names, globs,
+ * argument conditions), and calls drawn with a fixed-seed generator, so every run evaluates the
+ * same calls.
  */
 const random = (() => {
   let state = 0x2545f491
