@@ -63,7 +63,9 @@ export const make = (
             Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined))
           )
           : sql.unsafe<any>(text, params as ReadonlyArray<any>))
-    const q = Statements.make(sql, t, exec, clockAt)
+    // PostgreSQL NOTIFY folded into the event insert (the feed's `onCommit` otherwise)
+    const notifyChannel = isSqlite ? undefined : feed.channel
+    const q = Statements.make(sql, t, exec, clockAt, notifyChannel)
     /** Compiles a statement built per call (its shape depends on the query) and runs it. */
     const run = (statement: Statement.Statement<unknown>) => {
       const [text, params] = statement.compile()
@@ -109,7 +111,7 @@ export const make = (
         const rows = events.map(eventRow)
         // numbered in insertion order (RETURNING's row order is not promised)
         const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
-        yield* feed.onCommit(seqs[seqs.length - 1]!)
+        if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
         return events.map((event, i) => ({ seq: seqs[i]!, ...event }) as EventRow)
       })
 

@@ -73,7 +73,9 @@ export const make = (
   t: Tables,
   exec: Exec,
   /** the time deadlines are judged at: the database's clock, or the caller's `at` */
-  clockAt: (at: unknown) => Statement.Fragment
+  clockAt: (at: unknown) => Statement.Fragment,
+  /** PostgreSQL: the NOTIFY channel the event inserts notify on, with the last seq they took */
+  notifyChannel?: string | undefined
 ) => {
   const statement = prepare(exec)
   const events = sql(t.events)
@@ -93,6 +95,15 @@ export const make = (
   const eventValues = (e: Slots<EventRow>) =>
     sql`${e.at}, ${e.type}, ${e.outcome}, ${e.sessionKey}, ${e.toolCallId}, ${e.toolName}, ${e.requestId}, ${e.event}`
   const pending = sql`status = 'pending'`
+  /** PostgreSQL's numbered insert of events, returning their seqs (and notifying, given a channel). */
+  const insertNumbered = (count: number, values: Statement.Fragment) => {
+    const insert = sql`INSERT INTO ${events} (seq, ${eventColumns}) VALUES ${values} RETURNING seq`
+    return notifyChannel === undefined
+      ? sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}) ${insert}`
+      : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}), inserted AS (${insert})
+        SELECT inserted.seq FROM inserted,
+          (SELECT pg_notify(${notifyChannel}, (SELECT MAX(seq) FROM inserted)::text)) AS notified`
+  }
 
   return {
     lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
@@ -100,8 +111,7 @@ export const make = (
     insertEvent: statement<EventRow>((e) =>
       isSqlite
         ? sql`INSERT INTO ${events} (${eventColumns}) VALUES (${eventValues(e)}) RETURNING seq`
-        : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(1)}) INSERT INTO ${events} (seq, ${eventColumns})
-          VALUES (${lastTaken()}, ${eventValues(e)}) RETURNING seq`
+        : insertNumbered(1, sql`(${lastTaken()}, ${eventValues(e)})`)
     ),
 
     /** Several events in one statement (its shape depends on their number: compiled per call). */
@@ -114,10 +124,10 @@ export const make = (
         ? sql`INSERT INTO ${events} (${eventColumns}) VALUES ${
           sql.csv(rows.map((row) => sql`(${values(row)})`))
         } RETURNING seq`
-        : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(rows.length)}) INSERT INTO ${events} (seq, ${eventColumns})
-          VALUES ${
+        : insertNumbered(
+          rows.length,
           sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${values(row)})`))
-        } RETURNING seq`)
+        ))
         .compile()
       return exec(text, params)
     },
