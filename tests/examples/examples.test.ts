@@ -3,22 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { runToEnd } from "../support/processes.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
-const run = async (file: string) => {
-  const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", file], {
-    cwd: root,
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  return { stdout, stderr, code }
-}
+const run = (file: string) => runToEnd([process.execPath, "--conditions=@tool-gate/source", file], { cwd: root })
 
 describe("examples run as documented", () => {
   test("the README quick start prints what its comments say", async () => {
@@ -43,16 +32,9 @@ describe("examples run as documented", () => {
   )
 
   const demoRound = async (cwd: string) => {
-    const child = Bun.spawn(["node", join(root, "packages/cli/bin/toolgate.mjs"), "demo"], {
-      cwd,
-      stdout: "pipe",
-      stderr: "pipe"
+    const { code, stderr, stdout } = await runToEnd(["node", join(root, "packages/cli/bin/toolgate.mjs"), "demo"], {
+      cwd
     })
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited
-    ])
     expect(stderr).toBe("")
     expect(code).toBe(0)
     const [, first, answer, resume] = stdout.split(/\n── \d\. /)

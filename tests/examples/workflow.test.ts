@@ -1,20 +1,15 @@
 import { expect, test } from "bun:test"
 import { fileURLToPath } from "node:url"
+import { runToEnd } from "../support/processes.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
 test("the workflow example: suspended on a deploy, approved, denied, expired; twice in a row", async () => {
   for (const _ of [1, 2]) {
-    const child = Bun.spawn([process.execPath, "--conditions=@tool-gate/source", "examples/workflow.ts"], {
-      cwd: root,
-      stdout: "pipe",
-      stderr: "pipe"
-    })
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited
-    ])
+    const { code, stderr, stdout } = await runToEnd(
+      [process.execPath, "--conditions=@tool-gate/source", "examples/workflow.ts"],
+      { cwd: root }
+    )
     expect(stderr).toBe("")
     expect(code).toBe(0)
     const [approved, denied, expired] = stdout.split(/^workflow /m).slice(1)

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { runToEnd } from "../support/processes.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 // outside the repository, so no node_modules above it holds the Bun driver
@@ -26,16 +27,9 @@ test("on Bun without @effect/sql-sqlite-bun: a PersistenceError naming the packa
   expect(built.success).toBe(true)
   const db = join(dir, "data", "gate.db")
   // --no-install: Bun would otherwise fetch the missing package itself, there being no node_modules
-  const child = Bun.spawn([process.execPath, "--no-install", built.outputs[0]!.path, db], {
-    cwd: dir,
-    stdout: "pipe",
-    stderr: "pipe"
+  const { code, stderr, stdout } = await runToEnd([process.execPath, "--no-install", built.outputs[0]!.path, db], {
+    cwd: dir
   })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
   expect(stderr).toBe("")
   expect(code).toBe(0)
   const result = JSON.parse(stdout) as { exit: string; defect: boolean; tag?: string; message?: string }

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { type Ended, runToEnd } from "../../support/processes.js"
 
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 export const bin = join(root, "packages/cli/bin/toolgate.mjs")
@@ -33,21 +34,11 @@ const environment = (extra: Record<string, string>) => {
 const warmUp = Bun.spawnSync(["node", bin, "--help"], { cwd: root, env: environment({}) })
 if (warmUp.exitCode !== 0) throw new Error(`toolgate --help exited ${warmUp.exitCode}: ${warmUp.stderr.toString()}`)
 
-export interface Result {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
+export type Result = Ended
 
 /** Runs `toolgate ARGS` to its end. */
 export const toolgate = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Result> => {
-  const child = Bun.spawn(["node", bin, ...args], { cwd: root, env: environment(env), stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  return { code, stdout, stderr }
+  return runToEnd(["node", bin, ...args], { cwd: root, env: environment(env) })
 }
 
 /**
