@@ -94,7 +94,7 @@ export const column = <I>(capacity = 4096, learnReads = false): Column<I> => {
  * How one entity is written to and read from its JSON column: its codec over a column.
  */
 export interface Codec<A> {
-  /** The JSON text `Schema.encode` + `JSON.stringify` would write; the cache learns it. */
+  /** The JSON text `Schema.encode` + `JSON.stringify` would write; the cache learns it when frozen. */
   readonly json: (value: A) => Either.Either<string, ParseResult.ParseError>
   /** The entity in a column's text: from the cache, else decoded (and cached). */
   readonly read: (text: unknown) => Either.Either<A, ParseResult.ParseError>

@@ -217,25 +217,28 @@ export const make = (
         write(
           "recordDecision",
           Effect.gen(function*() {
+            const row = {
+              sessionKey: decision.sessionKey,
+              toolCallId: decision.toolCallId,
+              decision: decisionText(decision)
+            }
             if (reliedOn === undefined) {
               // the common case, a call the policy allows: the checks folded into the insert
-              const inserted = yield* q.insertDecisionUnrequested({
-                sessionKey: decision.sessionKey,
-                toolCallId: decision.toolCallId,
-                decision: decisionText(decision)
-              })
-              if (inserted.length > 0) return { _tag: "Inserted", events: yield* appendEvents(events) } as const
+              if ((yield* q.insertDecisionUnrequested(row)).length > 0) {
+                return { _tag: "Inserted", events: yield* appendEvents(events) } as const
+              }
+              // not inserted: a request (it wins) or a decision holds the call id
+              const recorded = Option.getOrThrow(yield* recordedByCall(decision.sessionKey, decision.toolCallId))
+              return recorded._tag === "Request"
+                ? { _tag: "Requested", request: recorded.request } as const
+                : { _tag: "Existing", decision: recorded.decision } as const
             }
             const requested = yield* requestByCall(decision.sessionKey, decision.toolCallId)
             if (Option.isSome(requested)) return { _tag: "Requested", request: requested.value } as const
             if (reliedOn !== undefined && (yield* q.grantActive({ id: reliedOn, at: decision.at })).length === 0) {
               return { _tag: "GrantInactive" } as const
             }
-            const inserted = yield* q.insertDecision({
-              sessionKey: decision.sessionKey,
-              toolCallId: decision.toolCallId,
-              decision: decisionText(decision)
-            })
+            const inserted = yield* q.insertDecision(row)
             if (inserted.length === 0) {
               const existing = yield* decisionByCall(decision.sessionKey, decision.toolCallId)
               return { _tag: "Existing", decision: Option.getOrThrow(existing) } as const
