@@ -29,10 +29,8 @@ import { type Auth, Server } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import autocannon from "autocannon"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { pgSchema } from "../tests/support/sqlStores.js"
+import { runMain } from "./main.js"
 
 const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2000)
 const SSE_CLIENTS = Number(process.env.LOAD_SSE_CLIENTS ?? 8)
@@ -477,29 +475,17 @@ if (import.meta.main) {
     process.on("SIGTERM", () => process.exit(0))
     await Effect.runPromise(serve(process.argv[3]!, process.argv[4]!, Number(process.argv[5] ?? REQUESTS)))
   } else {
-    const dir = mkdtempSync(join(tmpdir(), "toolgate-load-"))
-    try {
-      const filename = join(dir, "load.db")
-      const figures = await runAgainst("sqlite", filename, ToolGateSqlite.layerStore({ filename }))
-      console.log(JSON.stringify({ workload: "Load SQLite", ...figures }))
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-    const pg = process.env.TOOLGATE_PG_URL
-    if (pg) {
-      const figures = await Effect.runPromise(
-        Effect.scoped(
-          Effect.flatMap(
-            pgSchema(pg),
-            (url) => Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
+    await runMain("Load", {
+      sqlite: (filename) => runAgainst("sqlite", filename, ToolGateSqlite.layerStore({ filename })),
+      postgres: (pg) =>
+        Effect.runPromise(
+          Effect.scoped(
+            Effect.flatMap(
+              pgSchema(pg),
+              (url) => Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
+            )
           )
         )
-      )
-      console.log(JSON.stringify({ workload: "Load PostgreSQL", ...figures }))
-    } else {
-      console.log(JSON.stringify({ workload: "Load PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
-    }
-    // a closed PgClient may still hold its LISTEN socket; the figures are out, so leave
-    process.exit(0)
+    })
   }
 }
