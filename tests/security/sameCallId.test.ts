@@ -204,6 +204,39 @@ const raceSuite = (backend: Backend, rounds: number) => {
   }
 
   scenario(
+    "64 calls in flight over 16 ids (the SQL stores write them in merged batches): one judgement per id, repeats of the same call replay it, other calls are refused",
+    denyRm,
+    (g) =>
+      Effect.gen(function*() {
+        const rec = recorder()
+        // ids m0..m15, each asked four times: twice as "ls" (the same call), then "rm -rf /" and "pwd"
+        const calls = Array.from({ length: 64 }, (_, i) => bash(`m${i % 16}`, ["ls", "ls", "rm -rf /", "pwd"][i >> 4]!))
+        const outcomes = yield* Effect.forEach(
+          calls,
+          (call, i) => Effect.zipRight(Effect.yieldNow(), rec.authorize(i % 2 === 0 ? g.a : g.b, call)),
+          { concurrency: "unbounded" }
+        )
+        const events = yield* g.store.events({ sessionKey: "s1" })
+        for (let id = 0; id < 16; id++) {
+          const own = eventsOf(events, "s1", `m${id}`)
+          const decisions = own.filter((e) => e.type === "decision")
+          expect(decisions).toHaveLength(1)
+          const winner = calls.find((call, i) => i % 16 === id && argsOf(call) === decisions[0]!.args)!
+          for (let i = id; i < 64; i += 16) {
+            const same = argsOf(calls[i]!) === argsOf(winner)
+            const expected = !same ? "refused" : winner.args!.command === "rm -rf /" ? "denied" : "ran"
+            expect({ i, outcome: outcomes[i]!._tag }).toEqual({ i, outcome: expected })
+          }
+          expect(own.filter((e) => e.type === "call.refused")).toHaveLength(
+            calls.filter((call, i) => i % 16 === id && argsOf(call) !== argsOf(winner)).length
+          )
+        }
+        for (const run of rec.runs) expect(argsOf(run.got)).toBe(argsOf(run.asked))
+        expect(rec.runs.some((run) => run.got.args.command === "rm -rf /")).toBe(false)
+      })
+  )
+
+  scenario(
     "replaying a policy-denied call's id with other arguments is InvalidToolCall, never the denied call's decision",
     denyRm,
     (g) =>

@@ -22,13 +22,34 @@ import { Deferred, Effect, Equal, Exit, type FiberId, Queue, type Scope } from "
  *   transaction of its own, so one caller's failure never fails (or leaks into) another's;
  * - sequence numbers are assigned in run order and committed together: seq order = commit order.
  *
+ * Calls of one kind can join a `Group`: the calls of a batch that joined it run as ONE body with
+ * all their inputs (a multi-row statement instead of one statement each), at the place of the
+ * first of them. That is the order one transaction per call would give had those calls run one
+ * after another, which they could have: they were all in flight together. When the merged body
+ * fails, each of its calls runs again alone, as above.
+ *
  * Bodies find their connection as `SqlClient.TransactionConnection`.
  */
 export interface Batcher {
   readonly read: <A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError>
   /** `single`: the body is one statement, atomic alone; run by itself it needs no BEGIN/COMMIT. */
   readonly write: <A, E>(body: Effect.Effect<A, E>, single?: boolean) => Effect.Effect<A, E | SqlError>
+  /** A call that runs with the other calls of its group in the batch (a read or a write). */
+  readonly join: <I, A, E>(group: Group<I, A, E>, input: I) => Effect.Effect<A, E | SqlError>
 }
+
+/**
+ * Calls whose bodies merge: `run` takes the inputs of several calls, in order, and gives each its
+ * result, in the same order.
+ */
+export interface Group<I, A, E> {
+  readonly write: boolean
+  readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<A>, E>
+}
+
+/** A group's body for one call. */
+const alone = <I, A, E>(group: Group<I, A, E>, input: I): Effect.Effect<A, E> =>
+  Effect.map(group.run([input]), (results) => results[0]!)
 
 export interface Options {
   readonly reserve: Effect.Effect<Connection, SqlError, Scope.Scope>
@@ -41,7 +62,10 @@ export interface Options {
 interface Job {
   readonly write: boolean
   readonly single: boolean
+  /** the body run alone */
   readonly body: Effect.Effect<any, any>
+  readonly group: Group<any, any, any> | undefined
+  readonly input: unknown
   readonly deferred: Deferred.Deferred<any, any>
   exit: Exit.Exit<any, any> | undefined
   cancelled: boolean
@@ -61,6 +85,40 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     const onConnection = (conn: Connection) => <A, E>(body: Effect.Effect<A, E>) =>
       Effect.exit(Effect.provideService(body, SqlClient.TransactionConnection, [conn, 0] as const))
 
+    /**
+     * Runs `jobs` in order, each group's calls merged at the place of its first call; sets each
+     * job's exit. `stopOnFailure` (writes, in one transaction): stops at the first failure. Says
+     * whether every job succeeded.
+     */
+    const runMerged = (conn: Connection, jobs: ReadonlyArray<Job>, stopOnFailure: boolean) =>
+      Effect.gen(function*() {
+        const run = onConnection(conn)
+        let succeeded = true
+        for (let i = 0; i < jobs.length; i++) {
+          const job = jobs[i]!
+          if (job.exit !== undefined) continue
+          const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
+          if (members.length < 2) {
+            job.exit = yield* run(job.body)
+          } else {
+            const exit = yield* run(job.group!.run(members.map((member) => member.input)))
+            if (Exit.isSuccess(exit)) {
+              members.forEach((member, k) => member.exit = Exit.succeed(exit.value[k]))
+            } else if (stopOnFailure) {
+              job.exit = exit
+            } else {
+              // a read: each call again alone, so one call's failure stays its own
+              for (const member of members) member.exit = yield* run(member.body)
+            }
+          }
+          if (Exit.isFailure(job.exit!)) {
+            succeeded = false
+            if (stopOnFailure) break
+          }
+        }
+        return succeeded
+      })
+
     /** Runs `writes` in one transaction; sets each job's exit. */
     const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -78,18 +136,13 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           for (const job of writes) job.exit = begun
           return
         }
-        const exits: Array<Exit.Exit<any, any>> = []
-        for (const job of writes) {
-          const exit = yield* run(job.body)
-          exits.push(exit)
-          if (Exit.isFailure(exit)) break
-        }
-        if (exits.length < writes.length || Exit.isFailure(exits[exits.length - 1]!)) {
+        const ran = yield* runMerged(conn, writes, true)
+        if (!ran) {
           yield* rollback
-          if (writes.length === 1) {
-            writes[0]!.exit = exits[0]
-          } else {
-            for (const job of writes) yield* runWrites(conn, [job])
+          if (writes.length === 1) return
+          for (const job of writes) {
+            job.exit = undefined
+            yield* runWrites(conn, [job])
           }
           return
         }
@@ -97,11 +150,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         if (Exit.isFailure(committed)) {
           yield* rollback
           for (const job of writes) job.exit = committed
-          return
         }
-        writes.forEach((job, i) => {
-          job.exit = exits[i]
-        })
       })
 
     /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
@@ -121,12 +170,8 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
             })
         }
         return Effect.gen(function*() {
-          const run = onConnection(conn)
-          const writes: Array<Job> = []
-          for (const job of jobs) {
-            if (job.write) writes.push(job)
-            else job.exit = yield* run(job.body)
-          }
+          yield* runMerged(conn, jobs.filter((job) => !job.write), false)
+          const writes = jobs.filter((job) => job.write)
           if (writes.length > 0) yield* runWrites(conn, writes)
         })
       }))
@@ -189,37 +234,45 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       return leader
     })).pipe(Effect.flatMap((leader) => leader.exit!))
 
-    const submit =
-      (write: boolean, single: boolean) => <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | SqlError> =>
-        Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
-          if (closed) return Effect.interrupt
-          const job: Job = {
-            write,
-            single,
-            body,
-            deferred: Deferred.unsafeMake(fiber.id()),
-            exit: undefined,
-            cancelled: false
-          }
-          if (!busy) {
-            busy = true
-            if (!write) return runAlone(job)
-            const writer = fiber.id()
-            const alternating = lastWriter !== undefined && !Equal.equals(lastWriter, writer)
-            lastWriter = writer
-            if (!alternating) return runAlone(job)
-            // Writes from alternating fibers: many callers are likely in flight. This one lets the
-            // other runnable fibers go first, so the calls they make queue behind it and commit with
-            // it. (A lone caller never waits for company.)
-            pending.push(job)
-            return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
-          }
+    const submit = <A, E>(
+      write: boolean,
+      single: boolean,
+      body: Effect.Effect<A, E>,
+      group?: Group<any, A, E>,
+      input?: unknown
+    ): Effect.Effect<A, E | SqlError> =>
+      Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
+        if (closed) return Effect.interrupt
+        const job: Job = {
+          write,
+          single,
+          body,
+          group,
+          input,
+          deferred: Deferred.unsafeMake(fiber.id()),
+          exit: undefined,
+          cancelled: false
+        }
+        if (!busy) {
+          busy = true
+          if (!write) return runAlone(job)
+          const writer = fiber.id()
+          const alternating = lastWriter !== undefined && !Equal.equals(lastWriter, writer)
+          lastWriter = writer
+          if (!alternating) return runAlone(job)
+          // Writes from alternating fibers: many callers are likely in flight. This one lets the
+          // other runnable fibers go first, so the calls they make queue behind it and commit with
+          // it. (A lone caller never waits for company.)
           pending.push(job)
-          return Effect.onInterrupt(Deferred.await(job.deferred), () => Effect.sync(() => job.cancelled = true))
-        })
+          return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
+        }
+        pending.push(job)
+        return Effect.onInterrupt(Deferred.await(job.deferred), () => Effect.sync(() => job.cancelled = true))
+      })
 
     return {
-      read: submit(false, false),
-      write: (body, single = false) => submit(true, single)(body)
+      read: (body) => submit(false, false, body),
+      write: (body, single = false) => submit(true, single, body),
+      join: (group, input) => submit(group.write, false, alone(group, input), group, input)
     }
   })

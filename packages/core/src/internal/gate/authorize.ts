@@ -44,6 +44,8 @@ export const make = (options: {
   readonly projection: Projection
   readonly decodeCall: (input: ToolCall.ToolCallInput) => Effect.Effect<ToolCall.ToolCall, CallError>
   readonly judge: (call: ToolCall.ToolCall, now: number) => Effect.Effect<Judgement, PersistenceError>
+  /** whether hooks see judgements (then a replay, which judges nothing, must not reach them) */
+  readonly hooked: boolean
   readonly judgeAgain: (
     call: ToolCall.ToolCall,
     decision: Decision.Decision,
@@ -60,14 +62,19 @@ export const make = (options: {
 }) => {
   const { decodeCall, fromRequest, judge, judgeAgain, policy, projection, refuseReused, replay, store } = options
 
-  /** `authorize`: replays the record for the call id, or judges the call and records the judgement. */
+  /** `authorize`: judges the call and records the judgement, or replays the record its id has. */
   const authorize = (input: ToolCall.ToolCallInput): Replayed =>
     Effect.gen(function*() {
       const call = yield* decodeCall(input)
       const now = yield* Clock.currentTimeMillis
       const args = ToolCall.canonicalArgs(call.args)
-      const recorded = yield* store.findRecorded(call.sessionKey, call.id)
-      if (Option.isSome(recorded)) return yield* replay(call, args, recorded.value, now)
+      // Without hooks the call is judged first: writing its record finds any record its id has
+      // (one store call instead of two). With hooks the record is read first, so that a replay
+      // (which judges nothing) never reaches them.
+      if (options.hooked) {
+        const recorded = yield* store.findRecorded(call.sessionKey, call.id)
+        if (Option.isSome(recorded)) return yield* replay(call, args, recorded.value, now)
+      }
       return yield* settle(call, args, yield* judge(call, now), now, 1)
     })
 

@@ -124,7 +124,12 @@ export const make = (options: {
       Function.identity
     )
 
-  return { judge, judgeAgain, evaluate } as const
+  return {
+    judge,
+    judgeAgain,
+    evaluate,
+    hooked: hooks.beforePolicyDecision !== undefined || hooks.afterPolicyDecision !== undefined
+  } as const
 }
 
 const judgementDecision = (judgement: Judgement) => judgement.decision

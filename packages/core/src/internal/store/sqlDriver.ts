@@ -25,7 +25,8 @@ import * as Statements from "./sqlStatements.js"
  * PostgreSQL. Writers are serialized (SQLite by its write lock, PostgreSQL by an advisory lock), so
  * sequence numbers commit in order and a reader tailing `seq > last` never skips a row. Calls made
  * while another runs are committed together (group commit, `sqlBatcher.ts`), each still
- * all-or-nothing. Rows hold their entity as JSON text, read through a cache (`sqlRows.ts`).
+ * all-or-nothing; the decisions of calls judged without a session approval (the allow hot path)
+ * are written in one statement per batch, their events in another. Rows hold their entity as JSON text, read through a cache (`sqlRows.ts`).
  */
 
 type Failure = SqlError | ParseResult.ParseError
@@ -103,8 +104,18 @@ export const make = (
     const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, requestRow, requestsOf } =
       EntityRows.make()
 
-    const numbersOf = (rows: ReadonlyArray<EventRow>) =>
-      rows.map((row) => row.seq)
+    /** A write joining `group` (on SQLite or PostgreSQL); inside a caller's transaction, a savepoint of it. */
+    const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
+      Effect.flatMap(inTransaction, (inside) =>
+        inside
+          ? sql.withTransaction(Effect.zipRight(
+            serialize,
+            Effect.map(group.run([input]), (results) =>
+              results[0]!)
+          ))
+          : batcher.join(group, input)).pipe(PersistenceError.refail(operation))
+
+    const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively (writers are serialized), as rows. */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
       events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
@@ -137,6 +148,65 @@ export const make = (
             ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
           )
       })
+
+    type DecisionInsert = Effect.Effect.Success<ReturnType<Encoded["insertDecision"]>>
+
+    /** What the call id's record is, when a decision for it was not inserted: a request wins. */
+    const foundInstead = (sessionKey: string, toolCallId: string) =>
+      Effect.map(
+        recordedByCall(sessionKey, toolCallId),
+        (recorded): DecisionInsert => {
+          const found = Option.getOrThrow(recorded)
+          return found._tag === "Request"
+            ? { _tag: "Requested", request: found.request }
+            : { _tag: "Existing", decision: found.decision }
+        }
+      )
+
+    /**
+     * Decisions that rely on no session approval (the calls a policy allows or denies), merged
+     * across a batch: one insert for the decisions (each skipped when a request or a decision holds
+     * its call id: the first of a batch's calls with one id wins), one for their events.
+     */
+    const unrequestedDecisions: Batcher.Group<
+      { readonly row: Statements.DecisionRow; readonly events: ReadonlyArray<EventEncoded> },
+      DecisionInsert,
+      Failure
+    > = {
+      write: true,
+      run: (inputs) =>
+        Effect.gen(function*() {
+          if (inputs.length === 1) {
+            const { events, row } = inputs[0]!
+            return (yield* q.insertDecisionUnrequested(row)).length > 0
+              ? [{ _tag: "Inserted", events: yield* appendEvents(events) }]
+              : [yield* foundInstead(row.sessionKey, row.toolCallId)]
+          }
+          const bySession = new Map<string, Set<string>>()
+          const firsts = new Set(inputs.filter(({ row }) => {
+            const calls = bySession.get(row.sessionKey) ?? new Set()
+            bySession.set(row.sessionKey, calls)
+            return calls.has(row.toolCallId) ? false : (calls.add(row.toolCallId), true)
+          }))
+          const inserted = new Map<string, Set<unknown>>()
+          for (const row of yield* q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row))) {
+            const key = String(row.session_key)
+            inserted.set(key, (inserted.get(key) ?? new Set()).add(row.tool_call_id))
+          }
+          const isInserted = (input: typeof inputs[number]) =>
+            firsts.has(input) && inserted.get(input.row.sessionKey)?.has(input.row.toolCallId) === true
+          const rows = yield* appendEvents(inputs.flatMap((input) => isInserted(input) ? input.events : []))
+          let at = 0
+          return yield* Effect.forEach(inputs, (input) => {
+            if (!isInserted(input)) return foundInstead(input.row.sessionKey, input.row.toolCallId)
+            at += input.events.length
+            return Effect.succeed<DecisionInsert>({
+              _tag: "Inserted",
+              events: rows.slice(at - input.events.length, at)
+            })
+          })
+        })
+    }
 
     const claimOf = (requestId: string, claim: Claim) => {
       switch (claim._tag) {
@@ -213,29 +283,20 @@ export const make = (
           events.length === 0
         ),
 
-      insertDecision: (decision, events, reliedOn) =>
-        write(
+      insertDecision: (decision, events, reliedOn) => {
+        const row = {
+          sessionKey: decision.sessionKey,
+          toolCallId: decision.toolCallId,
+          decision: decisionText(decision)
+        }
+        // the common case, a call the policy allows: the checks folded into the insert
+        if (reliedOn === undefined) return writeJoined("recordDecision", unrequestedDecisions, { row, events })
+        return write(
           "recordDecision",
           Effect.gen(function*() {
-            const row = {
-              sessionKey: decision.sessionKey,
-              toolCallId: decision.toolCallId,
-              decision: decisionText(decision)
-            }
-            if (reliedOn === undefined) {
-              // the common case, a call the policy allows: the checks folded into the insert
-              if ((yield* q.insertDecisionUnrequested(row)).length > 0) {
-                return { _tag: "Inserted", events: yield* appendEvents(events) } as const
-              }
-              // not inserted: a request (it wins) or a decision holds the call id
-              const recorded = Option.getOrThrow(yield* recordedByCall(decision.sessionKey, decision.toolCallId))
-              return recorded._tag === "Request"
-                ? { _tag: "Requested", request: recorded.request } as const
-                : { _tag: "Existing", decision: recorded.decision } as const
-            }
             const requested = yield* requestByCall(decision.sessionKey, decision.toolCallId)
             if (Option.isSome(requested)) return { _tag: "Requested", request: requested.value } as const
-            if (reliedOn !== undefined && (yield* q.grantActive({ id: reliedOn, at: decision.at })).length === 0) {
+            if ((yield* q.grantActive({ id: reliedOn, at: decision.at })).length === 0) {
               return { _tag: "GrantInactive" } as const
             }
             const inserted = yield* q.insertDecision(row)
@@ -245,7 +306,8 @@ export const make = (
             }
             return { _tag: "Inserted", events: yield* appendEvents(events) } as const
           })
-        ),
+        )
+      },
 
       insertApproval: (events, approval) =>
         write(

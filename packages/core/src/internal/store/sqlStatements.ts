@@ -58,6 +58,12 @@ export interface RequestRow extends Record<string, unknown> {
   readonly request: string
 }
 
+export interface DecisionRow extends Record<string, unknown> {
+  readonly sessionKey: string
+  readonly toolCallId: string
+  readonly decision: string
+}
+
 export interface ApprovalRow extends Record<string, unknown> {
   readonly id: string
   readonly sessionKey: string
@@ -190,18 +196,32 @@ export const make = (
       } WHERE request_id = ${p.requestId} AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`
     ),
 
-    insertDecision: statement<{ sessionKey: string; toolCallId: string; decision: string }>((p) =>
+    insertDecision: statement<DecisionRow>((p) =>
       sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${p.sessionKey}, ${p.toolCallId}, ${p.decision})
         ON CONFLICT DO NOTHING RETURNING session_key`
     ),
 
     /** The decision, unless a request or a decision holds its call id: one statement for both checks. */
-    insertDecisionUnrequested: statement<{ sessionKey: string; toolCallId: string; decision: string }>((p) =>
+    insertDecisionUnrequested: statement<DecisionRow>((p) =>
       sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision)
         SELECT ${p.sessionKey}, ${p.toolCallId}, ${p.decision}
         WHERE NOT EXISTS (SELECT 1 FROM ${requests} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId})
         ON CONFLICT DO NOTHING RETURNING session_key`
     ),
+
+    /**
+     * Many decisions in one statement (compiled per call: its shape depends on their number), each
+     * unless a request or a decision holds its call id; returns the call ids it inserted.
+     */
+    insertDecisionsUnrequested: (rows: ReadonlyArray<DecisionRow>) => {
+      const [text, params] = sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision)
+        SELECT v.column1, v.column2, v.column3 FROM (VALUES ${
+        sql.csv(rows.map((row) => sql`(${row.sessionKey}, ${row.toolCallId}, ${row.decision})`))
+      }) AS v
+        WHERE NOT EXISTS (SELECT 1 FROM ${requests} r WHERE r.session_key = v.column1 AND r.tool_call_id = v.column2)
+        ON CONFLICT DO NOTHING RETURNING session_key, tool_call_id`.compile()
+      return exec(text, params)
+    },
 
     decisionByCall: statement<{ sessionKey: string; toolCallId: string }>((p) =>
       sql`SELECT decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`

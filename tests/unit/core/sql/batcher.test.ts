@@ -1,0 +1,119 @@
+/**
+ * Group commit with merged calls (`internal/sqlBatcher.ts`) on a real SQLite file: calls that join
+ * one group and are in flight together run as one body (one multi-row statement), each caller
+ * still gets its own result, and a merged body that fails is retried call by call, so one caller's
+ * bad input fails that caller alone and every other call commits.
+ */
+import { SqlClient } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { expect } from "bun:test"
+import { Context, Effect, Layer, Option } from "effect"
+import { join } from "node:path"
+import * as Batcher from "../../../../packages/core/src/internal/sqlBatcher.js"
+import { describe, it } from "../../../support/effectTest.js"
+import { sqliteClient, tempDir } from "../../../support/sqlStores.js"
+
+const CALLERS = 64
+
+/** A batcher over a fresh SQLite file with a table of unique keys; the inputs of each merged run. */
+const setUp = Effect.gen(function*() {
+  const dir = yield* tempDir
+  const sql = Context.get(yield* Layer.build(sqliteClient(join(dir, "batcher.db"))), SqlClient.SqlClient)
+  yield* sql`CREATE TABLE keys (k TEXT PRIMARY KEY)`
+  const batcher = yield* Batcher.make({ reserve: sql.reserve, begin: ["BEGIN IMMEDIATE"] })
+  const runs: Array<number> = []
+  /** The batch's connection, as the batcher gives it to bodies. */
+  const on = <A>(body: (conn: Connection) => Effect.Effect<A, unknown>) =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (held) => body(Option.getOrThrow(held)[0]))
+  type Rows = ReadonlyArray<Record<string, unknown>>
+  /** Inserts its keys in one statement (a duplicate key fails the statement); each gets its rowid. */
+  const insert: Batcher.Group<string, number, unknown> = {
+    write: true,
+    run: (keys) =>
+      on((conn) =>
+        Effect.map(
+          conn.execute(
+            `INSERT INTO keys (k) VALUES ${keys.map(() => "(?)").join(", ")} RETURNING k, rowid AS id`,
+            keys,
+            undefined
+          ),
+          (rows: Rows) => {
+            runs.push(keys.length)
+            const ids = new Map(rows.map((row) => [row.k, Number(row.id)]))
+            return keys.map((key) => ids.get(key)!)
+          }
+        )
+      )
+  }
+  /** Reads whether each key is stored, in one statement. */
+  const stored: Batcher.Group<string, boolean, unknown> = {
+    write: false,
+    run: (keys) =>
+      on((conn) =>
+        Effect.map(
+          conn.execute(`SELECT k FROM keys WHERE k IN (${keys.map(() => "?").join(", ")})`, keys, undefined),
+          (rows: Rows) => {
+            runs.push(keys.length)
+            const found = new Set(rows.map((row) => row.k))
+            return keys.map((key) => found.has(key))
+          }
+        )
+      )
+  }
+  return { sql, batcher, runs, insert, stored }
+})
+
+/** `CALLERS` fibers in flight at once, each yielding first as callers between their calls do. */
+const inFlight = <A, E>(call: (i: number) => Effect.Effect<A, E>) =>
+  Effect.forEach(
+    Array.from({ length: CALLERS }, (_, i) => i),
+    (i) =>
+      Effect.zipRight(
+        Effect.yieldNow(),
+        Effect.match(call(i), { onFailure: (error) => ({ error }), onSuccess: (ok) => ({ ok }) })
+      ),
+    { concurrency: "unbounded" }
+  )
+
+describe("SQL group commit: merged calls", () => {
+  it.scoped("calls in flight together run merged, and each caller gets its own result", () =>
+    Effect.gen(function*() {
+      const { batcher, insert, runs, sql } = yield* setUp
+      const results = yield* inFlight((i) => batcher.join(insert, `k${i}`))
+      const rows = yield* sql<{ k: string; id: number }>`SELECT k, rowid AS id FROM keys`
+      const idOf = new Map(rows.map((row) => [row.k, Number(row.id)]))
+      expect(rows).toHaveLength(CALLERS)
+      results.forEach((result, i) => expect(result).toEqual({ ok: idOf.get(`k${i}`)! }))
+      // fewer statements than calls: at least one run carried several calls
+      expect(runs.reduce((a, b) => a + b, 0)).toBe(CALLERS)
+      expect(Math.max(...runs)).toBeGreaterThan(1)
+    }))
+
+  it.scoped("a merged body that fails is retried call by call: only the bad call fails, the rest commit", () =>
+    Effect.gen(function*() {
+      const { batcher, insert, runs, sql } = yield* setUp
+      yield* sql`INSERT INTO keys (k) VALUES ('taken')`
+      const results = yield* inFlight((i) => batcher.join(insert, i === 40 ? "taken" : `k${i}`))
+      expect(results.filter((result) => "error" in result)).toHaveLength(1)
+      expect("error" in results[40]!).toBe(true)
+      const keys = (yield* sql<{ k: string }>`SELECT k FROM keys`).map((row) => row.k)
+      expect(keys.sort()).toEqual(
+        ["taken", ...Array.from({ length: CALLERS }, (_, i) => `k${i}`)].filter((k) => k !== "k40").sort()
+      )
+      // the failed merged run left nothing behind (rolled back), so the keys of its calls came in one by one
+      expect(runs.filter((n) => n === 1).length).toBeGreaterThan(1)
+    }))
+
+  it.scoped("reads queued behind writes merge too, each caller getting the answer for its own key", () =>
+    Effect.gen(function*() {
+      const { batcher, insert, runs, stored } = yield* setUp
+      yield* batcher.join(insert, "k1")
+      runs.length = 0
+      // a read that finds the store idle runs at once; these queue behind the writes in flight
+      const found = yield* inFlight((i) =>
+        Effect.zipRight(batcher.join(insert, `w${i}`), batcher.join(stored, `k${i % 4}`))
+      )
+      found.forEach((result, i) => expect(result).toEqual({ ok: i % 4 === 1 }))
+      expect(runs.length).toBeLessThan(2 * CALLERS)
+    }))
+})
