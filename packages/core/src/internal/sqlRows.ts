@@ -2,6 +2,7 @@ import type { ParseResult } from "effect"
 import { Either, Schema } from "effect"
 import type { ApprovalRequest } from "../ApprovalRequest.js"
 import type { UnsequencedEvent } from "../AuditEvent.js"
+import type { Recorded } from "../Decision.js"
 import type { SessionApproval } from "../SessionApproval.js"
 import * as EntityCodecs from "./store/codecs.js"
 
@@ -163,6 +164,7 @@ export const encodedText: {
   readonly request: (value: ApprovalRequest) => string
   readonly event: (value: UnsequencedEvent) => string
   readonly approval: (value: SessionApproval) => string
+  readonly decision: (value: Recorded) => string
 } = EntityCodecs.encodedText
 
 /** A BIGINT column's value. */

@@ -3,7 +3,7 @@
  * decode cache returns what the Schemas decode. These properties are what allow the store to skip
  * `Schema.encode` on write and, for text this process wrote, `Schema.decode` on read.
  */
-import { ApprovalRequest, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
+import { ApprovalRequest, AuditEvent, Decision, SessionApproval, ToolCall } from "@tool-gate/core"
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, Either, FastCheck as fc, Schema } from "effect"
 import * as Rows from "../../../../packages/core/src/internal/sqlRows.js"
@@ -95,6 +95,23 @@ const anyJsonShaped = (arbitrary: fc.Arbitrary<any>, encode: (x: any) => unknown
 const anyJsonRuns = { numRuns: 500 }
 
 describe("SQL row codecs", () => {
+  test("Decision.Recorded: the written text is exactly what Schema.encode + JSON.stringify gives", () => {
+    const codec = Rows.makeCodecs().decision
+    const encode = Schema.encodeSync(Decision.Recorded)
+    fc.assert(
+      fc.property(Arbitrary.make(Decision.Recorded), (x) => {
+        const text = JSON.stringify(encode(x))
+        expect(Either.getOrThrow(codec.json(x))).toBe(text)
+        // and reads back as the Schema decodes it (text JSON cannot carry fails both ways alike)
+        const decoded = Schema.decodeUnknownEither(Schema.parseJson(Decision.Recorded))(text)
+        const read = codec.read(text)
+        expect(Either.isRight(read)).toBe(Either.isRight(decoded))
+        if (Either.isRight(decoded)) expect(Either.getOrThrow(read)).toStrictEqual(decoded.right)
+      }),
+      runs
+    )
+  })
+
   for (const [name, S, codecOf, fast] of entities) {
     const encodeEither = Schema.encodeEither(S)
     // values the Schema itself cannot encode (e.g. arguments whose __proto__ key it mangles) are

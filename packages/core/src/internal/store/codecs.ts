@@ -2,7 +2,7 @@ import type { ParseResult } from "effect"
 import { Either, Schema, SchemaAST } from "effect"
 import { ApprovalRequest, RequestId, Resolution, Status } from "../../ApprovalRequest.js"
 import { AuditEvent, UnsequencedEvent } from "../../AuditEvent.js"
-import { Recorded, RuleRef, RuleSource, SessionScope } from "../../Decision.js"
+import { Allow, Deny, Recorded, RuleRef, RuleSource, SessionScope } from "../../Decision.js"
 import { maxCallLimits } from "../../Limits.js"
 import { SessionApproval } from "../../SessionApproval.js"
 import { SessionKey, ToolCall, ToolCallId } from "../../ToolCall.js"
@@ -427,13 +427,21 @@ const makeCodec = <A, I>(
   }
 }
 
+const pickRule = picker(Object.keys(RuleRef.fields))
 const pickRequest = picker(Object.keys(ApprovalRequest.fields), {
   toolCall: picker(Object.keys(ToolCall.fields), { args: pickJson }),
-  rule: picker(Object.keys(RuleRef.fields)),
+  rule: pickRule,
   resolution: picker(Object.keys(Resolution.fields), { editedArgs: pickJson })
 })
 const pickEvent: Pick = (value) => eventShapes.get(value.type)?.pick(value)
 const pickApproval = picker(Object.keys(SessionApproval.fields))
+const pickDecisionOf: Record<string, Pick> = {
+  Allow: picker(Object.keys(Allow.fields), { rule: pickRule }),
+  Deny: picker(Object.keys(Deny.fields), { rule: pickRule })
+}
+const pickRecorded = picker(Object.keys(Recorded.fields), {
+  decision: (value) => pickDecisionOf[value._tag as string]?.(value)
+})
 
 /**
  * The codecs of one store.
@@ -444,8 +452,8 @@ export const makeCodecs = () => ({
   request: makeCodec(ApprovalRequest, pickRequest, isRequest),
   event: makeEventCodec(),
   approval: makeCodec(SessionApproval, pickApproval, isApproval, true),
-  // read only when a call id is asked for again: the Schema both ways
-  decision: makeCodec(Recorded, undefined, undefined)
+  // written on every recorded decision (picked); read only when a call id is asked for again
+  decision: makeCodec(Recorded, pickRecorded, undefined)
 })
 
 /** @internal */
@@ -462,7 +470,8 @@ export type DecisionEncoded = typeof Recorded.Encoded
 export const encodedText = {
   request: (value: ApprovalRequest) => JSON.stringify(pickRequest(value)),
   event: (value: UnsequencedEvent) => JSON.stringify(pickEvent(value)),
-  approval: (value: SessionApproval) => JSON.stringify(pickApproval(value))
+  approval: (value: SessionApproval) => JSON.stringify(pickApproval(value)),
+  decision: (value: Recorded) => JSON.stringify(pickRecorded(value))
 }
 
 export { deepFreeze }
