@@ -68,14 +68,21 @@ export const make = (options: {
       const call = yield* decodeCall(input)
       const now = yield* Clock.currentTimeMillis
       const args = ToolCall.canonicalArgs(call.args)
-      // Without hooks the call is judged first: writing its record finds any record its id has
-      // (one store call instead of two). With hooks the record is read first, so that a replay
-      // (which judges nothing) never reaches them.
+      const recorded = store.findRecorded(call.sessionKey, call.id)
+      // With hooks the record is read first, so that a replay (which judges nothing) never
+      // reaches them. Without, the call is judged first: a decision's insert finds any record its
+      // id has (one store call, not two). A call that needs a human is read first all the same:
+      // it is most often asked again once answered, and a read is cheaper than a request's write.
       if (options.hooked) {
-        const recorded = yield* store.findRecorded(call.sessionKey, call.id)
-        if (Option.isSome(recorded)) return yield* replay(call, args, recorded.value, now)
+        const found = yield* recorded
+        if (Option.isSome(found)) return yield* replay(call, args, found.value, now)
       }
-      return yield* settle(call, args, yield* judge(call, now), now, 1)
+      const judgement = yield* judge(call, now)
+      if (!options.hooked && judgement.decision._tag === "RequireApproval") {
+        const found = yield* recorded
+        if (Option.isSome(found)) return yield* replay(call, args, found.value, now)
+      }
+      return yield* settle(call, args, judgement, now, 1)
     })
 
   /** Records the decision (or the request it needs) and answers the call from the record. */
