@@ -237,6 +237,31 @@ const raceSuite = (backend: Backend, rounds: number) => {
   )
 
   scenario(
+    "16 approved calls, each resumed four times at once (the SQL stores spend them in merged batches): each runs exactly once",
+    askBash,
+    (g) =>
+      Effect.gen(function*() {
+        const rec = recorder()
+        const calls = Array.from({ length: 16 }, (_, i) => bash(`a${i}`, `make ${i}`))
+        for (const call of calls) {
+          const paused = yield* g.a.authorize(call)
+          if (!PauseSignal.isPauseSignal(paused)) throw new Error("expected a pause")
+          yield* g.a.respond(paused.requestId, { decision: "approve_once", respondedBy: "op" })
+        }
+        const outcomes = yield* Effect.forEach(
+          Array.from({ length: 64 }, (_, i) => i),
+          (i) => Effect.zipRight(Effect.yieldNow(), rec.authorize(i % 2 === 0 ? g.a : g.b, calls[i % 16]!)),
+          { concurrency: "unbounded" }
+        )
+        for (let id = 0; id < 16; id++) {
+          const own = outcomes.filter((_, i) => i % 16 === id).map((outcome) => outcome._tag)
+          expect({ id, ran: own.filter((tag) => tag === "ran").length }).toEqual({ id, ran: 1 })
+        }
+        expect(rec.runs.map((run) => run.asked.id).sort()).toEqual(calls.map((call) => call.id).sort())
+      })
+  )
+
+  scenario(
     "replaying a policy-denied call's id with other arguments is InvalidToolCall, never the denied call's decision",
     denyRm,
     (g) =>

@@ -132,22 +132,69 @@ export const make = (
       Effect.map(Effect.flatMap(q.decisionByCall({ sessionKey, toolCallId }), decisionsOf), first)
 
     /** The request (it wins: the record of a call that needed approval) or the decision of a call id, in one read. */
+    const recordOf = (rows: ReadonlyArray<Record<string, unknown>>): Effect.Effect<
+      Option.Option<
+        | { readonly _tag: "Request"; readonly request: RequestEncoded }
+        | { readonly _tag: "Decision"; readonly decision: DecisionEncoded }
+      >,
+      Failure
+    > => {
+      const request = rows.find((row) => row.request !== null)
+      return request !== undefined
+        ? Effect.map(requestsOf([request]), ([r]) => Option.some({ _tag: "Request", request: r! } as const))
+        : Effect.map(
+          decisionsOf(rows),
+          ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
+        )
+    }
     const recordedByCall = (sessionKey: string, toolCallId: string) =>
-      Effect.flatMap(q.recordedByCall({ sessionKey, toolCallId }), (rows): Effect.Effect<
-        Option.Option<
-          | { readonly _tag: "Request"; readonly request: RequestEncoded }
-          | { readonly _tag: "Decision"; readonly decision: DecisionEncoded }
-        >,
-        Failure
-      > => {
-        const request = rows.find((row) => row.request !== null)
-        return request !== undefined
-          ? Effect.map(requestsOf([request]), ([r]) => Option.some({ _tag: "Request", request: r! } as const))
-          : Effect.map(
-            decisionsOf(rows),
-            ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
+      Effect.flatMap(q.recordedByCall({ sessionKey, toolCallId }), recordOf)
+
+    /** A read joining `group`: on SQLite through the batcher (merged with the reads queued beside it). */
+    const readJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
+      PersistenceError.refail(operation)(
+        isSqlite
+          ? Effect.flatMap(
+            inTransaction,
+            (inside) => inside ? Effect.map(group.run([input]), (results) => results[0]!) : batcher.join(group, input)
           )
-      })
+          : Effect.map(group.run([input]), (results) => results[0]!)
+      )
+
+    /** Call ids in a batch: the first input of each one, the later ones told apart. */
+    const firstsOf = <I>(inputs: ReadonlyArray<I>, sessionKey: (input: I) => string, id: (input: I) => string) => {
+      const seen = new Map<string, Set<string>>()
+      return new Set(inputs.filter((input) => {
+        const ids = seen.get(sessionKey(input)) ?? new Set()
+        seen.set(sessionKey(input), ids)
+        return ids.has(id(input)) ? false : (ids.add(id(input)), true)
+      }))
+    }
+
+    type CallRecord = Effect.Effect.Success<ReturnType<typeof recordedByCall>>
+    interface CallKey {
+      readonly sessionKey: string
+      readonly toolCallId: string
+    }
+
+    /** `recordedByCall` for the call ids of a batch's reads, in one statement. */
+    const recordedCalls: Batcher.Group<CallKey, CallRecord, Failure> = {
+      write: false,
+      run: (calls) =>
+        calls.length === 1
+          ? Effect.map(recordedByCall(calls[0]!.sessionKey, calls[0]!.toolCallId), (found) => [found])
+          : Effect.gen(function*() {
+            const rows = yield* q.recordedByCalls(calls)
+            const bySession = new Map<unknown, Map<unknown, Array<Record<string, unknown>>>>()
+            for (const row of rows) {
+              const ids = bySession.get(row.session_key) ?? new Map()
+              bySession.set(row.session_key, ids)
+              ids.set(row.tool_call_id, [...(ids.get(row.tool_call_id) ?? []), row])
+            }
+            return yield* Effect.forEach(calls, (call) =>
+              recordOf(bySession.get(call.sessionKey)?.get(call.toolCallId) ?? []))
+          })
+    }
 
     type DecisionInsert = Effect.Effect.Success<ReturnType<Encoded["insertDecision"]>>
 
@@ -182,12 +229,7 @@ export const make = (
               ? [{ _tag: "Inserted", events: yield* appendEvents(events) }]
               : [yield* foundInstead(row.sessionKey, row.toolCallId)]
           }
-          const bySession = new Map<string, Set<string>>()
-          const firsts = new Set(inputs.filter(({ row }) => {
-            const calls = bySession.get(row.sessionKey) ?? new Set()
-            bySession.set(row.sessionKey, calls)
-            return calls.has(row.toolCallId) ? false : (calls.add(row.toolCallId), true)
-          }))
+          const firsts = firstsOf(inputs, (input) => input.row.sessionKey, (input) => input.row.toolCallId)
           const inserted = new Map<string, Set<unknown>>()
           for (const row of yield* q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row))) {
             const key = String(row.session_key)
@@ -205,6 +247,137 @@ export const make = (
               events: rows.slice(at - input.events.length, at)
             })
           })
+        })
+    }
+
+    /**
+     * Spending approved requests, merged across a batch: one update for all (the first spend of a
+     * request in the batch wins), one insert for their events.
+     */
+    const spends: Batcher.Group<
+      { readonly requestId: string; readonly at: number; readonly events: ReadonlyArray<EventEncoded> },
+      ReadonlyArray<EventRow> | undefined,
+      Failure
+    > = {
+      write: true,
+      run: (inputs) =>
+        Effect.gen(function*() {
+          if (inputs.length === 1) {
+            const { at, events, requestId } = inputs[0]!
+            return (yield* q.consume({ requestId, at })).length === 0 ? [undefined] : [yield* appendEvents(events)]
+          }
+          const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
+          const spent = new Set(
+            (yield* q.consumeMany(Array.from(firsts))).map((row) => row.request_id)
+          )
+          const isSpent = (input: typeof inputs[number]) => firsts.has(input) && spent.has(input.requestId)
+          const rows = yield* appendEvents(inputs.flatMap((input) => isSpent(input) ? input.events : []))
+          let at = 0
+          return inputs.map((input) => {
+            if (!isSpent(input)) return undefined
+            at += input.events.length
+            return rows.slice(at - input.events.length, at)
+          })
+        })
+    }
+
+    type RequestInsert = Effect.Effect.Success<ReturnType<Encoded["insertRequest"]>>
+    interface NewRequest {
+      readonly request: RequestEncoded
+      readonly events: ReadonlyArray<EventEncoded>
+      readonly covering: Parameters<Encoded["insertRequest"]>[2]
+    }
+    const reuseOf = (requestId: string) =>
+      Effect.dieMessage(`request id ${requestId} is already used by another tool call`)
+    /** What stands in a request's way: the record its call id has, or a session approval that covers it. */
+    const foundFor = (
+      recorded: CallRecord,
+      active: ReadonlyArray<ApprovalEncoded>,
+      covering: NewRequest["covering"]
+    ): Effect.Effect<RequestInsert | undefined, Failure> => {
+      if (Option.isSome(recorded)) {
+        return Effect.succeed(
+          recorded.value._tag === "Request"
+            ? { _tag: "Existing", request: recorded.value.request }
+            : { _tag: "Decided", decision: recorded.value.decision }
+        )
+      }
+      return Effect.map(
+        fromEither(covering(active)),
+        (covered) => covered >= 0 ? { _tag: "Covered", grant: active[covered]! } : undefined
+      )
+    }
+
+    /**
+     * New requests, merged across a batch: one read of their call ids' records, one of the session
+     * approvals that may cover them, one insert for the events of those still to be made, one for
+     * the requests (the first of a batch's calls with one id wins; the others meet its request).
+     */
+    const newRequests: Batcher.Group<NewRequest, RequestInsert, Failure> = {
+      write: true,
+      run: (inputs) =>
+        Effect.gen(function*() {
+          if (inputs.length === 1) {
+            const { covering, events, request } = inputs[0]!
+            const call = request.toolCall
+            const recorded = yield* recordedByCall(call.sessionKey, call.id)
+            const active = Option.isSome(recorded) ? [] : yield* Effect.flatMap(
+              q.activeGrants({ sessionKey: call.sessionKey, toolName: call.name.toLowerCase(), at: request.createdAt }),
+              approvalsOf
+            )
+            const found = yield* foundFor(recorded, active, covering)
+            if (found !== undefined) return [found]
+            if ((yield* q.insertRequest(requestRow(request))).length === 0) return yield* reuseOf(request.requestId)
+            return [{ _tag: "Inserted", events: yield* appendEvents(events) }]
+          }
+          const callOf = (input: NewRequest) => input.request.toolCall
+          const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
+          const recorded = yield* recordedCalls.run(
+            inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
+          )
+          const grantRows = yield* q.activeGrantsOf(
+            inputs.map((input) => ({
+              sessionKey: callOf(input).sessionKey,
+              toolName: callOf(input).name.toLowerCase()
+            })),
+            Math.min(...inputs.map((input) => input.request.createdAt))
+          )
+          const results: Array<RequestInsert | undefined> = new Array(inputs.length)
+          const toMake: Array<number> = []
+          for (let i = 0; i < inputs.length; i++) {
+            const input = inputs[i]!
+            if (!firsts.has(input)) continue
+            const call = callOf(input)
+            // active at the request's own time (one read served the batch from its earliest)
+            const rows = grantRows.filter((row) =>
+              row.session_key === call.sessionKey && row.tool_name === call.name.toLowerCase() &&
+              (options.clock === "database" || row.expires_at === null ||
+                Number(row.expires_at) > input.request.createdAt)
+            )
+            results[i] = yield* foundFor(recorded[i]!, yield* approvalsOf(rows), input.covering)
+            if (results[i] === undefined) toMake.push(i)
+          }
+          const eventRows = yield* appendEvents(toMake.flatMap((i) => inputs[i]!.events))
+          let at = 0
+          const made = toMake.map((i) => {
+            const count = inputs[i]!.events.length
+            at += count
+            return { i, events: eventRows.slice(at - count, at) }
+          })
+          const inserted = yield* q.insertRequests(
+            made.map(({ events, i }) => ({ ...requestRow(inputs[i]!.request), requestedSeq: events[0]!.seq }))
+          )
+          // writers are serialized and the batch's call ids were read above: only a request id
+          // already taken is left (the batch then runs call by call, and that call alone dies)
+          if (inserted.length !== made.length) return yield* reuseOf("of this batch")
+          for (const { events, i } of made) results[i] = { _tag: "Inserted", events }
+          return yield* Effect.forEach(inputs, (input, i) =>
+            results[i] !== undefined
+              ? Effect.succeed(results[i]!)
+              : Effect.flatMap(
+                recordedByCall(callOf(input).sessionKey, callOf(input).id),
+                (found) => Effect.map(foundFor(found, [], () => Either.right(-1)), (result) => result!)
+              ))
         })
     }
 
@@ -231,28 +404,7 @@ export const make = (
       append: (events, then) => Effect.map(write("append", appendEvents(events)), then),
 
       insertRequest: (request, events, covering) =>
-        write(
-          "createRequest",
-          Effect.gen(function*() {
-            const call = request.toolCall
-            const recorded = yield* recordedByCall(call.sessionKey, call.id)
-            if (Option.isSome(recorded)) {
-              return recorded.value._tag === "Request"
-                ? { _tag: "Existing", request: recorded.value.request } as const
-                : { _tag: "Decided", decision: recorded.value.decision } as const
-            }
-            const active = yield* Effect.flatMap(
-              q.activeGrants({ sessionKey: call.sessionKey, toolName: call.name.toLowerCase(), at: request.createdAt }),
-              approvalsOf
-            )
-            const covered = yield* fromEither(covering(active))
-            if (covered >= 0) return { _tag: "Covered", grant: active[covered]! } as const
-            if ((yield* q.insertRequest(requestRow(request))).length === 0) {
-              return yield* Effect.dieMessage(`request id ${request.requestId} is already used by another tool call`)
-            }
-            return { _tag: "Inserted", events: yield* appendEvents(events) } as const
-          })
-        ),
+        writeJoined("createRequest", newRequests, { request, events, covering }),
 
       claimRequest: (operation, requestId, claim, events, rewrite) =>
         write(
@@ -273,15 +425,7 @@ export const make = (
           })
         ),
 
-      consume: (requestId, at, events) =>
-        write(
-          "consume",
-          Effect.flatMap(
-            q.consume({ requestId, at }),
-            (rows) => rows.length === 0 ? Effect.succeed(undefined) : appendEvents(events)
-          ),
-          events.length === 0
-        ),
+      consume: (requestId, at, events) => writeJoined("consume", spends, { requestId, at, events }),
 
       insertDecision: (decision, events, reliedOn) => {
         const row = {
@@ -355,7 +499,7 @@ export const make = (
 
       findByToolCall: (sessionKey, toolCallId) => read("findByToolCall", requestByCall(sessionKey, toolCallId)),
 
-      findRecorded: (sessionKey, toolCallId) => read("findRecorded", recordedByCall(sessionKey, toolCallId)),
+      findRecorded: (sessionKey, toolCallId) => readJoined("findRecorded", recordedCalls, { sessionKey, toolCallId }),
 
       listPending: (query) =>
         selectRequests(

@@ -168,6 +168,33 @@ export const make = (
         UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
     ),
 
+    /** The records of several call ids in one read (compiled per call), with the call ids they belong to. */
+    recordedByCalls: (calls: ReadonlyArray<{ readonly sessionKey: string; readonly toolCallId: string }>) => {
+      const pairs = sql.csv(calls.map((call) => sql`(${call.sessionKey}, ${call.toolCallId})`))
+      const [text, params] = sql`SELECT session_key, tool_call_id, request, NULL AS decision FROM ${requests}
+          WHERE (session_key, tool_call_id) IN (VALUES ${pairs})
+        UNION ALL SELECT session_key, tool_call_id, NULL, decision FROM ${decisions}
+          WHERE (session_key, tool_call_id) IN (VALUES ${pairs})`.compile()
+      return exec(text, params)
+    },
+
+    /**
+     * Several requests in one statement (compiled per call), each with its own `requested_seq`
+     * (the seq of its `approval.requested` event, written just before); returns the ids inserted.
+     */
+    insertRequests: (rows: ReadonlyArray<RequestRow & { readonly requestedSeq: number }>) => {
+      const [text, params] = sql`INSERT INTO ${requests}
+        (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
+        VALUES ${
+        sql.csv(rows.map((r) =>
+          sql`(${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt}, ${
+            r.warnedAt ?? null
+          }, ${r.consumedAt ?? null}, ${r.request}, ${r.requestedSeq})`
+        ))
+      } ON CONFLICT DO NOTHING RETURNING request_id`.compile()
+      return exec(text, params)
+    },
+
     /**
      * Claims a pending request for a transition (the transaction's first write), returning its
      * pre-image: not yet warned, or within (`before`) or past its deadline on the store's clock.
@@ -195,6 +222,19 @@ export const make = (
         })
       } WHERE request_id = ${p.requestId} AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`
     ),
+
+    /** `consume` for several requests in one statement (compiled per call); returns the ids spent. */
+    consumeMany: (spends: ReadonlyArray<{ readonly requestId: string; readonly at: number }>) => {
+      const at = sql.onDialectOrElse({ pg: () => sql`v.column2::bigint`, orElse: () => sql`v.column2` })
+      const [text, params] = sql`UPDATE ${requests} SET consumed_at = ${at}, request = ${
+        sql.onDialectOrElse({
+          pg: () => sql`(request::jsonb || jsonb_build_object('consumedAt', ${at}))::text`,
+          orElse: () => sql`json_set(request, '$.consumedAt', ${at})`
+        })
+      } FROM (VALUES ${sql.csv(spends.map((spend) => sql`(${spend.requestId}, ${spend.at})`))}) AS v
+        WHERE request_id = v.column1 AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`.compile()
+      return exec(text, params)
+    },
 
     insertDecision: statement<DecisionRow>((p) =>
       sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${p.sessionKey}, ${p.toolCallId}, ${p.decision})
@@ -232,6 +272,21 @@ export const make = (
       sql`SELECT approval FROM ${approvals} WHERE session_key = ${p.sessionKey} AND tool_name = ${p.toolName}
         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.at)})`
     ),
+
+    /**
+     * The approvals of several (session, tool) pairs active on the store's clock at `at` (compiled
+     * per call), with the pair each belongs to and its expiry.
+     */
+    activeGrantsOf: (
+      pairs: ReadonlyArray<{ readonly sessionKey: string; readonly toolName: string }>,
+      at: number
+    ) => {
+      const [text, params] = sql`SELECT session_key, tool_name, expires_at, approval FROM ${approvals}
+        WHERE (session_key, tool_name) IN (VALUES ${
+        sql.csv(pairs.map((pair) => sql`(${pair.sessionKey}, ${pair.toolName})`))
+      }) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(at)})`.compile()
+      return exec(text, params)
+    },
 
     grantActive: statement<{ id: string; at: number }>((p) =>
       sql`SELECT id FROM ${approvals} WHERE id = ${p.id}

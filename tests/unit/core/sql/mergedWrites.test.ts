@@ -1,0 +1,76 @@
+/**
+ * Requests created in flight together: the SQL driver writes a batch of them merged (one read of
+ * their call ids' records, one of the session approvals that may cover them, one insert each for
+ * their events and for the requests). Each still gets what one transaction per call gives: the
+ * first request of a call id is created and the others meet it, a session approval in the store
+ * covers the calls it covers (only while it is active at the request's time), and each request's
+ * `requested_seq` is the seq of its own `approval.requested` event.
+ */
+import type { SqlClient } from "@effect/sql"
+import type { ApprovalStore as Store } from "@tool-gate/core"
+import { SessionApproval } from "@tool-gate/core"
+import { expect } from "bun:test"
+import { Effect, type Layer, Schema } from "effect"
+import { describe, it } from "../../../support/effectTest.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgStore, sqliteStore } from "../../../support/sqlStores.js"
+import { granted, open, request, requested } from "./fixtures.js"
+
+/** A session approval of every bash call in `sessionKey`, until `expiresAt` when given. */
+const bashGrant = (id: string, sessionKey: string, expiresAt?: number) =>
+  Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
+    id,
+    sessionKey,
+    toolName: "bash",
+    scope: "tool",
+    grantedBy: "ana",
+    createdAt: 500,
+    ...(expiresAt !== undefined ? { expiresAt } : {})
+  })
+
+const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | SqlClient.SqlClient, E>) =>
+  describe(`merged request writes (${name})`, () => {
+    it.scoped("64 requests in flight: one per call id is created, the rest meet it; covered calls are not asked", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* open(layer())
+        yield* store.grant(bashGrant("sa_open", "covered"), granted(1, "covered"))
+        // active for the batch's first requests (created from 1,100), expired at 1,140: before the
+        // requests of its session (created at 1,148 and later) are made
+        yield* store.grant(bashGrant("sa_lapsed", "lapsed", 1_140), granted(2, "lapsed"))
+        const asks = Array.from({ length: 64 }, (_, n) =>
+          n < 32
+            ? request(100 + n, { sessionKey: "s1", callId: `c${n % 8}` })
+            : request(100 + n, { sessionKey: n < 48 ? "covered" : "lapsed", callId: `c${n}` }))
+        const results = yield* Effect.forEach(
+          asks,
+          (ask) => Effect.zipRight(Effect.yieldNow(), store.createRequest(ask, requested(ask))),
+          { concurrency: "unbounded" }
+        )
+        for (let id = 0; id < 8; id++) {
+          const own = results.filter((_, n) => n < 32 && n % 8 === id)
+          const created = own.filter((result) => result._tag === "Created")
+          expect(created).toHaveLength(1)
+          const createdId = (created[0] as { request: { requestId: string } }).request.requestId
+          for (const result of own) {
+            if (result._tag === "Created") continue
+            expect(result._tag).toBe("Existing")
+            expect((result as { request: { requestId: string } }).request.requestId).toBe(createdId)
+          }
+        }
+        results.slice(32, 48).forEach((result) =>
+          expect(result).toMatchObject({ _tag: "Covered", grant: { id: "sa_open" } })
+        )
+        results.slice(48).forEach((result) => expect(result._tag).toBe("Created"))
+        // each request row points at its own approval.requested event
+        const rows = yield* sql<{ request_id: string; requested_seq: number | string }>`
+          SELECT request_id, requested_seq FROM toolgate_requests`
+        const events = (yield* store.events()).filter((e) => e.type === "approval.requested")
+        expect(rows).toHaveLength(8 + 16)
+        expect(events).toHaveLength(8 + 16)
+        const seqOf = new Map<string, number>(events.map((e) => [e.requestId!, e.seq]))
+        for (const row of rows) expect(Number(row.requested_seq)).toBe(seqOf.get(row.request_id)!)
+      }))
+  })
+
+suite("SQLite", () => sqliteStore())
+describePostgres("merged request writes", (url) => suite("PostgreSQL", () => pgStore(url)))
