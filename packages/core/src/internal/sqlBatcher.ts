@@ -34,8 +34,11 @@ export interface Batcher {
   readonly read: <A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError>
   /** `single`: the body is one statement, atomic alone; run by itself it needs no BEGIN/COMMIT. */
   readonly write: <A, E>(body: Effect.Effect<A, E>, single?: boolean) => Effect.Effect<A, E | SqlError>
-  /** A call that runs with the other calls of its group in the batch (a read or a write). */
-  readonly join: <I, A, E>(group: Group<I, A, E>, input: I) => Effect.Effect<A, E | SqlError>
+  /**
+   * A call that runs with the other calls of its group in the batch (a read or a write).
+   * `single`: alone, its body is one statement (as for `write`).
+   */
+  readonly join: <I, A, E>(group: Group<I, A, E>, input: I, single?: boolean) => Effect.Effect<A, E | SqlError>
 }
 
 /**
@@ -273,6 +276,6 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     return {
       read: (body) => submit(false, false, body),
       write: (body, single = false) => submit(true, single, body),
-      join: (group, input) => submit(group.write, false, alone(group, input), group, input)
+      join: (group, input, single = false) => submit(group.write, single, alone(group, input), group, input)
     }
   })

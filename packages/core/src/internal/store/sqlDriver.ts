@@ -105,7 +105,7 @@ export const make = (
       EntityRows.make()
 
     /** A write joining `group` (on SQLite or PostgreSQL); inside a caller's transaction, a savepoint of it. */
-    const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
+    const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
       Effect.flatMap(inTransaction, (inside) =>
         inside
           ? sql.withTransaction(Effect.zipRight(
@@ -113,7 +113,7 @@ export const make = (
             Effect.map(group.run([input]), (results) =>
               results[0]!)
           ))
-          : batcher.join(group, input)).pipe(PersistenceError.refail(operation))
+          : batcher.join(group, input, single)).pipe(PersistenceError.refail(operation))
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively (writers are serialized), as rows. */
@@ -191,8 +191,10 @@ export const make = (
               bySession.set(row.session_key, ids)
               ids.set(row.tool_call_id, [...(ids.get(row.tool_call_id) ?? []), row])
             }
-            return yield* Effect.forEach(calls, (call) =>
-              recordOf(bySession.get(call.sessionKey)?.get(call.toolCallId) ?? []))
+            return yield* Effect.forEach(
+              calls,
+              (call) => recordOf(bySession.get(call.sessionKey)?.get(call.toolCallId) ?? [])
+            )
           })
     }
 
@@ -425,7 +427,9 @@ export const make = (
           })
         ),
 
-      consume: (requestId, at, events) => writeJoined("consume", spends, { requestId, at, events }),
+      // with no events, a spend alone is one statement
+      consume: (requestId, at, events) =>
+        writeJoined("consume", spends, { requestId, at, events }, events.length === 0),
 
       insertDecision: (decision, events, reliedOn) => {
         const row = {
