@@ -4,11 +4,12 @@
  * their events and for the requests). Each still gets what one transaction per call gives: the
  * first request of a call id is created and the others meet it, a session approval in the store
  * covers the calls it covers (only while it is active at the request's time), and each request's
- * `requested_seq` is the seq of its own `approval.requested` event.
+ * `requested_seq` is the seq of its own `approval.requested` event. Answers in flight are claimed
+ * merged too, and each request is still resolved once.
  */
 import type { SqlClient } from "@effect/sql"
-import type { ApprovalStore as Store } from "@tool-gate/core"
-import { SessionApproval } from "@tool-gate/core"
+import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
+import { AuditEvent, SessionApproval } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, type Layer, Schema } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
@@ -69,6 +70,67 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
         expect(events).toHaveLength(8 + 16)
         const seqOf = new Map<string, number>(events.map((e) => [e.requestId!, e.seq]))
         for (const row of rows) expect(Number(row.requested_seq)).toBe(seqOf.get(row.request_id)!)
+      }))
+
+    it.scoped("answers in flight: each request resolved once (the first claim wins), session grants written with theirs", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* open(layer())
+        const asks = Array.from({ length: 16 }, (_, n) => request(200 + n))
+        for (const ask of asks) yield* store.createRequest(ask, requested(ask))
+        // per request: an approval for the session (with its grant), a denial, and the pre-expiry warning
+        const calls = asks.flatMap((ask, n) => {
+          const approve: ApprovalRequest.Resolution = {
+            status: "approved",
+            decision: "approve_session",
+            respondedBy: "ana",
+            scope: "tool",
+            sessionApprovalId: `sa_${n}`,
+            resolvedAt: ask.createdAt + 5
+          }
+          const deny: ApprovalRequest.Resolution = {
+            status: "denied",
+            decision: "deny",
+            respondedBy: "bob",
+            resolvedAt: ask.createdAt + 5
+          }
+          return [
+            store.resolve(ask.requestId, approve, AuditEvent.approvalResolved(ask, approve), {
+              ...bashGrant(`sa_${n}`, ask.toolCall.sessionKey),
+              requestId: ask.requestId
+            }),
+            store.resolve(ask.requestId, deny, AuditEvent.approvalResolved(ask, deny)),
+            Effect.map(
+              store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1)),
+              (warned) => ({
+                _tag: warned ? "Warned" : "NotWarned"
+              })
+            )
+          ]
+        })
+        const results = yield* Effect.forEach(calls, (call) => Effect.zipRight(Effect.yieldNow(), call), {
+          concurrency: "unbounded"
+        })
+        const events = yield* store.events()
+        const approvals = yield* sql<{ id: string }>`SELECT id FROM toolgate_session_approvals`
+        let granted = 0
+        for (let n = 0; n < 16; n++) {
+          const [approved, denied] = [results[3 * n]!, results[3 * n + 1]!]
+          expect([approved._tag, denied._tag].sort()).toEqual(["NotPending", "Resolved"])
+          const winner = approved._tag === "Resolved" ? "approved" : "denied"
+          const loser = (approved._tag === "Resolved" ? denied : approved) as unknown as {
+            request: ApprovalRequest.ApprovalRequest
+          }
+          expect(loser.request.status).toBe(winner)
+          const own = events.filter((e) => e.requestId === asks[n]!.requestId)
+          expect(own.filter((e) => e.type === "approval.resolved")).toHaveLength(1)
+          expect(own.filter((e) => e.type === "approval.expiring")).toHaveLength(
+            results[3 * n + 2]!._tag === "Warned" ? 1 : 0
+          )
+          if (winner === "approved") granted++
+          expect(approvals.some((a) => a.id === `sa_${n}`)).toBe(winner === "approved")
+        }
+        expect(approvals).toHaveLength(granted)
+        expect(yield* store.listPending()).toHaveLength(0)
       }))
   })
 

@@ -383,6 +383,79 @@ export const make = (
         })
     }
 
+    type ClaimResult = Effect.Effect.Success<ReturnType<Encoded["claimRequest"]>>
+    interface ClaimInput {
+      readonly requestId: string
+      readonly claim: Claim
+      readonly events: ReadonlyArray<EventEncoded>
+      readonly rewrite: Parameters<Encoded["claimRequest"]>[4]
+    }
+    const refused = (requestId: string) =>
+      Effect.map(
+        Effect.flatMap(q.requestById({ requestId }), requestsOf),
+        (rows): ClaimResult => ({ _tag: "Refused", current: first(rows) })
+      )
+
+    /**
+     * Transitions of pending requests under one kind of claim, merged across a batch: one update
+     * claims them all (each at its own time; the first claim of a request in the batch goes first,
+     * the others then find it as that one left it), one insert for their events, one update for the
+     * rewritten rows, one insert for the session approvals they grant.
+     */
+    const claimsOf = (kind: Claim["_tag"]): Batcher.Group<ClaimInput, ClaimResult, Failure> => ({
+      write: true,
+      run: (inputs) =>
+        Effect.gen(function*() {
+          if (inputs.length === 1) {
+            const { claim, events, requestId, rewrite } = inputs[0]!
+            const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
+            if (before === undefined) return [yield* refused(requestId)]
+            const rows = yield* appendEvents(events)
+            const after = yield* fromEither(rewrite(before, numbersOf(rows)))
+            yield* q.rewriteRequest(requestRow(after.request))
+            if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
+            return [{ _tag: "Claimed", request: after.request, events: rows }]
+          }
+          const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
+          const claimedRows = yield* q.claimMany(
+            kind,
+            Array.from(
+              firsts,
+              (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 })
+            )
+          )
+          const befores = yield* requestsOf(claimedRows)
+          const beforeOf = new Map(claimedRows.map((row, i) => [row.request_id, befores[i]!]))
+          const claimed = inputs.filter((input) => firsts.has(input) && beforeOf.has(input.requestId))
+          const eventRows = yield* appendEvents(claimed.flatMap((input) => input.events))
+          let at = 0
+          const afters = new Map<ClaimInput, { readonly request: RequestEncoded; readonly events: Array<EventRow> }>()
+          const grants: Array<ApprovalEncoded> = []
+          for (const input of claimed) {
+            at += input.events.length
+            const events = eventRows.slice(at - input.events.length, at)
+            const after = yield* fromEither(input.rewrite(beforeOf.get(input.requestId)!, numbersOf(events)))
+            afters.set(input, { request: after.request, events })
+            if (after.grant !== undefined) grants.push(after.grant)
+          }
+          if (afters.size > 0) {
+            yield* q.rewriteRequests(Array.from(afters.values(), (after) => requestRow(after.request)))
+          }
+          if (grants.length > 0) yield* q.insertApprovals(grants.map(approvalRow))
+          return yield* Effect.forEach(inputs, (input) => {
+            const after = afters.get(input)
+            return after === undefined
+              ? refused(input.requestId)
+              : Effect.succeed<ClaimResult>({ _tag: "Claimed", request: after.request, events: after.events })
+          })
+        })
+    })
+    const claims = {
+      Unwarned: claimsOf("Unwarned"),
+      BeforeDeadline: claimsOf("BeforeDeadline"),
+      PastDeadline: claimsOf("PastDeadline")
+    }
+
     const claimOf = (requestId: string, claim: Claim) => {
       switch (claim._tag) {
         case "Unwarned":
@@ -409,23 +482,7 @@ export const make = (
         writeJoined("createRequest", newRequests, { request, events, covering }),
 
       claimRequest: (operation, requestId, claim, events, rewrite) =>
-        write(
-          operation,
-          Effect.gen(function*() {
-            const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
-            if (before === undefined) {
-              return {
-                _tag: "Refused",
-                current: first(yield* Effect.flatMap(q.requestById({ requestId }), requestsOf))
-              } as const
-            }
-            const rows = yield* appendEvents(events)
-            const after = yield* fromEither(rewrite(before, numbersOf(rows)))
-            yield* q.rewriteRequest(requestRow(after.request))
-            if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
-            return { _tag: "Claimed", request: after.request, events: rows } as const
-          })
-        ),
+        writeJoined(operation, claims[claim._tag], { requestId, claim, events, rewrite }),
 
       // with no events, a spend alone is one statement
       consume: (requestId, at, events) =>

@@ -212,6 +212,56 @@ export const make = (
         WHERE request_id = ${p.requestId} AND ${pending} AND expires_at <= ${clockAt(p.at)} RETURNING request`
     ),
 
+    /**
+     * Claims several pending requests at once (compiled per call), each at its own time: those not
+     * yet warned (`Unwarned`), or within or past their deadline on the store's clock. Returns
+     * the pre-images with their ids.
+     */
+    claimMany: (
+      kind: "Unwarned" | "BeforeDeadline" | "PastDeadline",
+      claims: ReadonlyArray<{ readonly requestId: string; readonly at: number }>
+    ) => {
+      const at = clockAt(sql.onDialectOrElse({ pg: () => sql`v.column2::bigint`, orElse: () => sql`v.column2` }))
+      const condition = kind === "Unwarned"
+        ? sql`warned_at IS NULL`
+        : kind === "BeforeDeadline"
+        ? sql`expires_at > ${at}`
+        : sql`expires_at <= ${at}`
+      const [text, params] = sql`UPDATE ${requests} SET status = status
+        FROM (VALUES ${sql.csv(claims.map((claim) => sql`(${claim.requestId}, ${claim.at})`))}) AS v
+        WHERE request_id = v.column1 AND ${pending} AND ${condition} RETURNING request_id, request`.compile()
+      return exec(text, params)
+    },
+
+    /** `rewriteRequest` for several requests in one statement (compiled per call). */
+    rewriteRequests: (rows: ReadonlyArray<RequestRow>) => {
+      const bigint = (column: string) =>
+        sql.onDialectOrElse({ pg: () => sql.literal(`v.${column}::bigint`), orElse: () => sql.literal(`v.${column}`) })
+      const [text, params] = sql`UPDATE ${requests} SET status = v.column2, expires_at = ${bigint("column3")},
+        warned_at = ${bigint("column4")}, consumed_at = ${bigint("column5")}, request = v.column6
+        FROM (VALUES ${
+        sql.csv(rows.map((r) =>
+          sql`(${r.requestId}, ${r.status}, ${r.expiresAt}, ${r.warnedAt ?? null}, ${
+            r.consumedAt ?? null
+          }, ${r.request})`
+        ))
+      }) AS v WHERE request_id = v.column1`.compile()
+      return exec(text, params)
+    },
+
+    /** `insertApproval` for several approvals in one statement (compiled per call). */
+    insertApprovals: (rows: ReadonlyArray<ApprovalRow>) => {
+      const [text, params] = sql`INSERT INTO ${approvals}
+        (id, session_key, tool_name, seq, granted_seq, revoked_at, expires_at, approval) VALUES ${
+        sql.csv(rows.map((a) =>
+          sql`(${a.id}, ${a.sessionKey}, ${a.toolName}, ${a.seq}, ${a.seq}, ${a.revokedAt ?? null}, ${
+            a.expiresAt ?? null
+          }, ${a.approval})`
+        ))
+      }`.compile()
+      return exec(text, params)
+    },
+
     // One statement, so one autocommit: the row's JSON gets `consumedAt` from the database's own
     // JSON functions (no read, no rewrite, no transaction).
     consume: statement<{ requestId: string; at: number }>((p) =>
