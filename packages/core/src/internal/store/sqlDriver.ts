@@ -337,13 +337,12 @@ export const make = (
           const recorded = yield* recordedCalls.run(
             inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
           )
-          const grantRows = yield* q.activeGrantsOf(
-            inputs.map((input) => ({
-              sessionKey: callOf(input).sessionKey,
-              toolName: callOf(input).name.toLowerCase()
-            })),
-            Math.min(...inputs.map((input) => input.request.createdAt))
-          )
+          const earliest = Math.min(...inputs.map((input) => input.request.createdAt))
+          const grantRows = yield* q.activeGrantsOf(inputs.map((input) => ({
+            sessionKey: callOf(input).sessionKey,
+            toolName: callOf(input).name.toLowerCase(),
+            at: earliest
+          })))
           const results: Array<RequestInsert | undefined> = new Array(inputs.length)
           const toMake: Array<number> = []
           for (let i = 0; i < inputs.length; i++) {
@@ -417,8 +416,7 @@ export const make = (
             return [{ _tag: "Claimed", request: after.request, events: rows }]
           }
           const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-          const claimedRows = yield* q.claimMany(
-            kind,
+          const claimedRows = yield* q.claimMany[kind](
             Array.from(
               firsts,
               (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 })

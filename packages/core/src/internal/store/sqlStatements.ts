@@ -34,6 +34,45 @@ const prepare = (exec: Exec) =>
   return (values) => exec(text, names.map((name, i) => name === undefined ? params[i] : values[name] ?? null))
 }
 
+/** A named parameter of the `row`-th row of a statement over several rows. */
+class RowSlot {
+  constructor(readonly row: number, readonly name: string) {}
+}
+
+/** Texts kept per statement over rows: the numbers of rows seen last (batches vary little). */
+const SHAPES = 64
+
+/**
+ * A statement over several rows (its shape depends on their number): its text is compiled once per
+ * number of rows, and a call binds its rows' values by name, as `prepare` does for one row.
+ */
+const prepareRows = (exec: Exec) =>
+<R extends Record<string, unknown>>(
+  build: (rows: ReadonlyArray<Slots<R>>) => Statement.Statement<unknown>
+): (rows: ReadonlyArray<R>) => Effect.Effect<Rows, SqlError> => {
+  const shapes = new Map<number, { readonly text: string; readonly params: ReadonlyArray<unknown> }>()
+  const shapeOf = (count: number) => {
+    const found = shapes.get(count)
+    if (found !== undefined) return found
+    const slots = Array.from(
+      { length: count },
+      (_, row) => new Proxy({}, { get: (_, name) => new RowSlot(row, String(name)) }) as Slots<R>
+    )
+    const [text, params] = build(slots).compile()
+    if (shapes.size >= SHAPES) shapes.clear()
+    const shape = { text, params }
+    shapes.set(count, shape)
+    return shape
+  }
+  return (rows) => {
+    const { params, text } = shapeOf(rows.length)
+    return exec(
+      text,
+      params.map((param) => param instanceof RowSlot ? rows[param.row]![param.name] ?? null : param)
+    )
+  }
+}
+
 /** The columns of an event row (`toolName` lower-cased, for the case-insensitive filter). */
 export interface EventRow extends Record<string, unknown> {
   readonly at: number
@@ -84,6 +123,7 @@ export const make = (
   notifyChannel?: string | undefined
 ) => {
   const statement = prepare(exec)
+  const statementOver = prepareRows(exec)
   const events = sql(t.events)
   const requests = sql(t.requests)
   const approvals = sql(t.sessionApprovals)
@@ -101,6 +141,16 @@ export const make = (
   const eventValues = (e: Slots<EventRow>) =>
     sql`${e.at}, ${e.type}, ${e.outcome}, ${e.sessionKey}, ${e.toolCallId}, ${e.toolName}, ${e.requestId}, ${e.event}`
   const pending = sql`status = 'pending'`
+  /** A column of a `VALUES` list as a BIGINT (PostgreSQL types its parameters as text there). */
+  const bigint = (column: string) =>
+    sql.onDialectOrElse({ pg: () => sql.literal(`v.${column}::bigint`), orElse: () => sql.literal(`v.${column}`) })
+  const claimManyWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    statementOver<{ requestId: string; at: number }>((claims) =>
+      sql`UPDATE ${requests} SET status = status
+        FROM (VALUES ${sql.csv(claims.map((claim) => sql`(${claim.requestId}, ${claim.at})`))}) AS v
+        WHERE request_id = v.column1 AND ${pending} AND ${condition(clockAt(bigint("column2")))}
+        RETURNING request_id, request`
+    )
   /** PostgreSQL's numbered insert of events, returning their seqs (and notifying, given a channel). */
   const insertNumbered = (count: number, values: Statement.Fragment) => {
     const insert = sql`INSERT INTO ${events} (seq, ${eventColumns}) VALUES ${values} RETURNING seq`
@@ -120,23 +170,17 @@ export const make = (
         : insertNumbered(1, sql`(${lastTaken()}, ${eventValues(e)})`)
     ),
 
-    /** Several events in one statement (its shape depends on their number: compiled per call). */
-    insertEvents: (rows: ReadonlyArray<EventRow>) => {
-      const values = (row: EventRow) =>
-        sql`${row.at}, ${row.type}, ${row.outcome}, ${row.sessionKey ?? null}, ${row.toolCallId ?? null}, ${
-          row.toolName ?? null
-        }, ${row.requestId ?? null}, ${row.event}`
-      const [text, params] = (isSqlite
+    /** Several events in one statement. */
+    insertEvents: statementOver<EventRow>((rows) =>
+      isSqlite
         ? sql`INSERT INTO ${events} (${eventColumns}) VALUES ${
-          sql.csv(rows.map((row) => sql`(${values(row)})`))
+          sql.csv(rows.map((row) => sql`(${eventValues(row)})`))
         } RETURNING seq`
         : insertNumbered(
           rows.length,
-          sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${values(row)})`))
-        ))
-        .compile()
-      return exec(text, params)
-    },
+          sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${eventValues(row)})`))
+        )
+    ),
 
     // requested_seq: creation order, breaking ties between requests of the same millisecond. The
     // next seq, read while this writer holds the write lock: the seq of the request's
@@ -168,32 +212,30 @@ export const make = (
         UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
     ),
 
-    /** The records of several call ids in one read (compiled per call), with the call ids they belong to. */
-    recordedByCalls: (calls: ReadonlyArray<{ readonly sessionKey: string; readonly toolCallId: string }>) => {
+    /** The records of several call ids in one read, with the call ids they belong to. */
+    recordedByCalls: statementOver<{ sessionKey: string; toolCallId: string }>((calls) => {
       const pairs = sql.csv(calls.map((call) => sql`(${call.sessionKey}, ${call.toolCallId})`))
-      const [text, params] = sql`SELECT session_key, tool_call_id, request, NULL AS decision FROM ${requests}
+      return sql`SELECT session_key, tool_call_id, request, NULL AS decision FROM ${requests}
           WHERE (session_key, tool_call_id) IN (VALUES ${pairs})
         UNION ALL SELECT session_key, tool_call_id, NULL, decision FROM ${decisions}
-          WHERE (session_key, tool_call_id) IN (VALUES ${pairs})`.compile()
-      return exec(text, params)
-    },
+          WHERE (session_key, tool_call_id) IN (VALUES ${pairs})`
+    }),
 
     /**
-     * Several requests in one statement (compiled per call), each with its own `requested_seq`
-     * (the seq of its `approval.requested` event, written just before); returns the ids inserted.
+     * Several requests in one statement, each with its own `requested_seq` (the seq of its
+     * `approval.requested` event, written just before); returns the ids inserted.
      */
-    insertRequests: (rows: ReadonlyArray<RequestRow & { readonly requestedSeq: number }>) => {
-      const [text, params] = sql`INSERT INTO ${requests}
+    insertRequests: statementOver<RequestRow & { readonly requestedSeq: number }>((rows) =>
+      sql`INSERT INTO ${requests}
         (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
         VALUES ${
-        sql.csv(rows.map((r) =>
-          sql`(${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt}, ${
-            r.warnedAt ?? null
-          }, ${r.consumedAt ?? null}, ${r.request}, ${r.requestedSeq})`
-        ))
-      } ON CONFLICT DO NOTHING RETURNING request_id`.compile()
-      return exec(text, params)
-    },
+        sql.csv(
+          rows.map((r) =>
+            sql`(${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request}, ${r.requestedSeq})`
+          )
+        )
+      } ON CONFLICT DO NOTHING RETURNING request_id`
+    ),
 
     /**
      * Claims a pending request for a transition (the transaction's first write), returning its
@@ -213,54 +255,37 @@ export const make = (
     ),
 
     /**
-     * Claims several pending requests at once (compiled per call), each at its own time: those not
-     * yet warned (`Unwarned`), or within or past their deadline on the store's clock. Returns
-     * the pre-images with their ids.
+     * Claims several pending requests at once, each at its own time: those not yet warned, or
+     * within or past their deadline on the store's clock. Returns the pre-images with their ids.
      */
-    claimMany: (
-      kind: "Unwarned" | "BeforeDeadline" | "PastDeadline",
-      claims: ReadonlyArray<{ readonly requestId: string; readonly at: number }>
-    ) => {
-      const at = clockAt(sql.onDialectOrElse({ pg: () => sql`v.column2::bigint`, orElse: () => sql`v.column2` }))
-      const condition = kind === "Unwarned"
-        ? sql`warned_at IS NULL`
-        : kind === "BeforeDeadline"
-        ? sql`expires_at > ${at}`
-        : sql`expires_at <= ${at}`
-      const [text, params] = sql`UPDATE ${requests} SET status = status
-        FROM (VALUES ${sql.csv(claims.map((claim) => sql`(${claim.requestId}, ${claim.at})`))}) AS v
-        WHERE request_id = v.column1 AND ${pending} AND ${condition} RETURNING request_id, request`.compile()
-      return exec(text, params)
+    claimMany: {
+      Unwarned: claimManyWhere(() => sql`warned_at IS NULL`),
+      BeforeDeadline: claimManyWhere((at) => sql`expires_at > ${at}`),
+      PastDeadline: claimManyWhere((at) => sql`expires_at <= ${at}`)
     },
 
-    /** `rewriteRequest` for several requests in one statement (compiled per call). */
-    rewriteRequests: (rows: ReadonlyArray<RequestRow>) => {
-      const bigint = (column: string) =>
-        sql.onDialectOrElse({ pg: () => sql.literal(`v.${column}::bigint`), orElse: () => sql.literal(`v.${column}`) })
-      const [text, params] = sql`UPDATE ${requests} SET status = v.column2, expires_at = ${bigint("column3")},
+    /** `rewriteRequest` for several requests in one statement. */
+    rewriteRequests: statementOver<RequestRow>((rows) =>
+      sql`UPDATE ${requests} SET status = v.column2, expires_at = ${bigint("column3")},
         warned_at = ${bigint("column4")}, consumed_at = ${bigint("column5")}, request = v.column6
         FROM (VALUES ${
         sql.csv(rows.map((r) =>
-          sql`(${r.requestId}, ${r.status}, ${r.expiresAt}, ${r.warnedAt ?? null}, ${
-            r.consumedAt ?? null
-          }, ${r.request})`
+          sql`(${r.requestId}, ${r.status}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request})`
         ))
-      }) AS v WHERE request_id = v.column1`.compile()
-      return exec(text, params)
-    },
+      }) AS v WHERE request_id = v.column1`
+    ),
 
-    /** `insertApproval` for several approvals in one statement (compiled per call). */
-    insertApprovals: (rows: ReadonlyArray<ApprovalRow>) => {
-      const [text, params] = sql`INSERT INTO ${approvals}
+    /** `insertApproval` for several approvals in one statement. */
+    insertApprovals: statementOver<ApprovalRow>((rows) =>
+      sql`INSERT INTO ${approvals}
         (id, session_key, tool_name, seq, granted_seq, revoked_at, expires_at, approval) VALUES ${
-        sql.csv(rows.map((a) =>
-          sql`(${a.id}, ${a.sessionKey}, ${a.toolName}, ${a.seq}, ${a.seq}, ${a.revokedAt ?? null}, ${
-            a.expiresAt ?? null
-          }, ${a.approval})`
-        ))
-      }`.compile()
-      return exec(text, params)
-    },
+        sql.csv(
+          rows.map((a) =>
+            sql`(${a.id}, ${a.sessionKey}, ${a.toolName}, ${a.seq}, ${a.seq}, ${a.revokedAt}, ${a.expiresAt}, ${a.approval})`
+          )
+        )
+      }`
+    ),
 
     // One statement, so one autocommit: the row's JSON gets `consumedAt` from the database's own
     // JSON functions (no read, no rewrite, no transaction).
@@ -273,18 +298,17 @@ export const make = (
       } WHERE request_id = ${p.requestId} AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`
     ),
 
-    /** `consume` for several requests in one statement (compiled per call); returns the ids spent. */
-    consumeMany: (spends: ReadonlyArray<{ readonly requestId: string; readonly at: number }>) => {
-      const at = sql.onDialectOrElse({ pg: () => sql`v.column2::bigint`, orElse: () => sql`v.column2` })
-      const [text, params] = sql`UPDATE ${requests} SET consumed_at = ${at}, request = ${
+    /** `consume` for several requests in one statement; returns the ids spent. */
+    consumeMany: statementOver<{ requestId: string; at: number }>((spends) => {
+      const at = bigint("column2")
+      return sql`UPDATE ${requests} SET consumed_at = ${at}, request = ${
         sql.onDialectOrElse({
           pg: () => sql`(request::jsonb || jsonb_build_object('consumedAt', ${at}))::text`,
           orElse: () => sql`json_set(request, '$.consumedAt', ${at})`
         })
       } FROM (VALUES ${sql.csv(spends.map((spend) => sql`(${spend.requestId}, ${spend.at})`))}) AS v
-        WHERE request_id = v.column1 AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`.compile()
-      return exec(text, params)
-    },
+        WHERE request_id = v.column1 AND status = 'approved' AND consumed_at IS NULL RETURNING request_id`
+    }),
 
     insertDecision: statement<DecisionRow>((p) =>
       sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision) VALUES (${p.sessionKey}, ${p.toolCallId}, ${p.decision})
@@ -300,18 +324,17 @@ export const make = (
     ),
 
     /**
-     * Many decisions in one statement (compiled per call: its shape depends on their number), each
-     * unless a request or a decision holds its call id; returns the call ids it inserted.
+     * Many decisions in one statement, each unless a request or a decision holds its call id;
+     * returns the call ids it inserted.
      */
-    insertDecisionsUnrequested: (rows: ReadonlyArray<DecisionRow>) => {
-      const [text, params] = sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision)
+    insertDecisionsUnrequested: statementOver<DecisionRow>((rows) =>
+      sql`INSERT INTO ${decisions} (session_key, tool_call_id, decision)
         SELECT v.column1, v.column2, v.column3 FROM (VALUES ${
         sql.csv(rows.map((row) => sql`(${row.sessionKey}, ${row.toolCallId}, ${row.decision})`))
       }) AS v
         WHERE NOT EXISTS (SELECT 1 FROM ${requests} r WHERE r.session_key = v.column1 AND r.tool_call_id = v.column2)
-        ON CONFLICT DO NOTHING RETURNING session_key, tool_call_id`.compile()
-      return exec(text, params)
-    },
+        ON CONFLICT DO NOTHING RETURNING session_key, tool_call_id`
+    ),
 
     decisionByCall: statement<{ sessionKey: string; toolCallId: string }>((p) =>
       sql`SELECT decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
@@ -324,19 +347,15 @@ export const make = (
     ),
 
     /**
-     * The approvals of several (session, tool) pairs active on the store's clock at `at` (compiled
-     * per call), with the pair each belongs to and its expiry.
+     * The approvals of several (session, tool) pairs active on the store's clock at the first
+     * pair's `at`, with the pair each belongs to and its expiry.
      */
-    activeGrantsOf: (
-      pairs: ReadonlyArray<{ readonly sessionKey: string; readonly toolName: string }>,
-      at: number
-    ) => {
-      const [text, params] = sql`SELECT session_key, tool_name, expires_at, approval FROM ${approvals}
+    activeGrantsOf: statementOver<{ sessionKey: string; toolName: string; at: number }>((pairs) =>
+      sql`SELECT session_key, tool_name, expires_at, approval FROM ${approvals}
         WHERE (session_key, tool_name) IN (VALUES ${
         sql.csv(pairs.map((pair) => sql`(${pair.sessionKey}, ${pair.toolName})`))
-      }) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(at)})`.compile()
-      return exec(text, params)
-    },
+      }) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(pairs[0]!.at)})`
+    ),
 
     grantActive: statement<{ id: string; at: number }>((p) =>
       sql`SELECT id FROM ${approvals} WHERE id = ${p.id}
