@@ -1,23 +1,16 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Effect, Either, Option, type ParseResult } from "effect"
+import { Effect, Option, type ParseResult } from "effect"
 import type * as Scope from "effect/Scope"
-import type {
-  ApprovalEncoded,
-  Claim,
-  DecisionEncoded,
-  Encoded,
-  EventEncoded,
-  EventRow,
-  RequestEncoded
-} from "../../ApprovalStore.js"
+import type { ApprovalEncoded, Encoded, EventEncoded, EventRow } from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
-import { first, seqsOf } from "./sqlEntityRows.js"
+import { first, fromEither, seqsOf } from "./sqlEntityRows.js"
 import * as EntityRows from "./sqlEntityRows.js"
+import * as Merged from "./sqlMergedWrites.js"
 import * as Statements from "./sqlStatements.js"
 
 /**
@@ -37,9 +30,6 @@ export interface Options {
   /** judge deadlines on the database's clock (`database`) or at the time the caller passes */
   readonly clock: "database" | "caller"
 }
-
-const fromEither = <A>(either: Either.Either<A, ParseResult.ParseError>): Effect.Effect<A, ParseResult.ParseError> =>
-  Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
 
 export const make = (
   options: Options
@@ -101,8 +91,8 @@ export const make = (
           PersistenceError.refail(operation)
         )
 
-    const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, requestRow, requestsOf } =
-      EntityRows.make()
+    const entityRows = EntityRows.make()
+    const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, requestsOf } = entityRows
 
     /** A write joining `group` (on SQLite or PostgreSQL); inside a caller's transaction, a savepoint of it. */
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
@@ -126,29 +116,19 @@ export const make = (
         return events.map((event, i) => ({ seq: seqs[i]!, ...event }) as EventRow)
       })
 
+    /** The events of several writes in one insert; each write's own rows back, in order. */
+    const appendEach = <W extends { readonly events: ReadonlyArray<EventEncoded> }>(writes: ReadonlyArray<W>) =>
+      Effect.map(appendEvents(writes.flatMap((write) => write.events)), (rows) => {
+        const rowsOf = new Map<W, ReadonlyArray<EventRow>>()
+        let at = 0
+        for (const write of writes) rowsOf.set(write, rows.slice(at, at += write.events.length))
+        return rowsOf
+      })
+
     const requestByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.requestByCall({ sessionKey, toolCallId }), requestsOf), first)
     const decisionByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.decisionByCall({ sessionKey, toolCallId }), decisionsOf), first)
-
-    /** The request (it wins: the record of a call that needed approval) or the decision of a call id, in one read. */
-    const recordOf = (rows: ReadonlyArray<Record<string, unknown>>): Effect.Effect<
-      Option.Option<
-        | { readonly _tag: "Request"; readonly request: RequestEncoded }
-        | { readonly _tag: "Decision"; readonly decision: DecisionEncoded }
-      >,
-      Failure
-    > => {
-      const request = rows.find((row) => row.request !== null)
-      return request !== undefined
-        ? Effect.map(requestsOf([request]), ([r]) => Option.some({ _tag: "Request", request: r! } as const))
-        : Effect.map(
-          decisionsOf(rows),
-          ([d]) => d === undefined ? Option.none() : Option.some({ _tag: "Decision", decision: d } as const)
-        )
-    }
-    const recordedByCall = (sessionKey: string, toolCallId: string) =>
-      Effect.flatMap(q.recordedByCall({ sessionKey, toolCallId }), recordOf)
 
     /** A read joining `group`: on SQLite through the batcher (merged with the reads queued beside it). */
     const readJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
@@ -161,309 +141,14 @@ export const make = (
           : Effect.map(group.run([input]), (results) => results[0]!)
       )
 
-    /** Call ids in a batch: the first input of each one, the later ones told apart. */
-    const firstsOf = <I>(inputs: ReadonlyArray<I>, sessionKey: (input: I) => string, id: (input: I) => string) => {
-      const seen = new Map<string, Set<string>>()
-      return new Set(inputs.filter((input) => {
-        const ids = seen.get(sessionKey(input)) ?? new Set()
-        seen.set(sessionKey(input), ids)
-        return ids.has(id(input)) ? false : (ids.add(id(input)), true)
-      }))
-    }
-
-    type CallRecord = Effect.Effect.Success<ReturnType<typeof recordedByCall>>
-    interface CallKey {
-      readonly sessionKey: string
-      readonly toolCallId: string
-    }
-
-    /** `recordedByCall` for the call ids of a batch's reads, in one statement. */
-    const recordedCalls: Batcher.Group<CallKey, CallRecord, Failure> = {
-      write: false,
-      run: (calls) =>
-        calls.length === 1
-          ? Effect.map(recordedByCall(calls[0]!.sessionKey, calls[0]!.toolCallId), (found) => [found])
-          : Effect.gen(function*() {
-            const rows = yield* q.recordedByCalls(calls)
-            const bySession = new Map<unknown, Map<unknown, Array<Record<string, unknown>>>>()
-            for (const row of rows) {
-              const ids = bySession.get(row.session_key) ?? new Map()
-              bySession.set(row.session_key, ids)
-              ids.set(row.tool_call_id, [...(ids.get(row.tool_call_id) ?? []), row])
-            }
-            return yield* Effect.forEach(
-              calls,
-              (call) => recordOf(bySession.get(call.sessionKey)?.get(call.toolCallId) ?? [])
-            )
-          })
-    }
-
-    type DecisionInsert = Effect.Effect.Success<ReturnType<Encoded["insertDecision"]>>
-
-    /** What the call id's record is, when a decision for it was not inserted: a request wins. */
-    const foundInstead = (sessionKey: string, toolCallId: string) =>
-      Effect.map(
-        recordedByCall(sessionKey, toolCallId),
-        (recorded): DecisionInsert => {
-          const found = Option.getOrThrow(recorded)
-          return found._tag === "Request"
-            ? { _tag: "Requested", request: found.request }
-            : { _tag: "Existing", decision: found.decision }
-        }
-      )
-
-    /**
-     * Decisions that rely on no session approval (the calls a policy allows or denies), merged
-     * across a batch: one insert for the decisions (each skipped when a request or a decision holds
-     * its call id: the first of a batch's calls with one id wins), one for their events.
-     */
-    const unrequestedDecisions: Batcher.Group<
-      { readonly row: Statements.DecisionRow; readonly events: ReadonlyArray<EventEncoded> },
-      DecisionInsert,
-      Failure
-    > = {
-      write: true,
-      run: (inputs) =>
-        Effect.gen(function*() {
-          if (inputs.length === 1) {
-            const { events, row } = inputs[0]!
-            return (yield* q.insertDecisionUnrequested(row)).length > 0
-              ? [{ _tag: "Inserted", events: yield* appendEvents(events) }]
-              : [yield* foundInstead(row.sessionKey, row.toolCallId)]
-          }
-          const firsts = firstsOf(inputs, (input) => input.row.sessionKey, (input) => input.row.toolCallId)
-          const inserted = new Map<string, Set<unknown>>()
-          for (const row of yield* q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row))) {
-            const key = String(row.session_key)
-            inserted.set(key, (inserted.get(key) ?? new Set()).add(row.tool_call_id))
-          }
-          const isInserted = (input: typeof inputs[number]) =>
-            firsts.has(input) && inserted.get(input.row.sessionKey)?.has(input.row.toolCallId) === true
-          const rows = yield* appendEvents(inputs.flatMap((input) => isInserted(input) ? input.events : []))
-          let at = 0
-          return yield* Effect.forEach(inputs, (input) => {
-            if (!isInserted(input)) return foundInstead(input.row.sessionKey, input.row.toolCallId)
-            at += input.events.length
-            return Effect.succeed<DecisionInsert>({
-              _tag: "Inserted",
-              events: rows.slice(at - input.events.length, at)
-            })
-          })
-        })
-    }
-
-    /**
-     * Spending approved requests, merged across a batch: one update for all (the first spend of a
-     * request in the batch wins), one insert for their events.
-     */
-    const spends: Batcher.Group<
-      { readonly requestId: string; readonly at: number; readonly events: ReadonlyArray<EventEncoded> },
-      ReadonlyArray<EventRow> | undefined,
-      Failure
-    > = {
-      write: true,
-      run: (inputs) =>
-        Effect.gen(function*() {
-          if (inputs.length === 1) {
-            const { at, events, requestId } = inputs[0]!
-            return (yield* q.consume({ requestId, at })).length === 0 ? [undefined] : [yield* appendEvents(events)]
-          }
-          const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-          const spent = new Set(
-            (yield* q.consumeMany(Array.from(firsts))).map((row) => row.request_id)
-          )
-          const isSpent = (input: typeof inputs[number]) => firsts.has(input) && spent.has(input.requestId)
-          const rows = yield* appendEvents(inputs.flatMap((input) => isSpent(input) ? input.events : []))
-          let at = 0
-          return inputs.map((input) => {
-            if (!isSpent(input)) return undefined
-            at += input.events.length
-            return rows.slice(at - input.events.length, at)
-          })
-        })
-    }
-
-    type RequestInsert = Effect.Effect.Success<ReturnType<Encoded["insertRequest"]>>
-    interface NewRequest {
-      readonly request: RequestEncoded
-      readonly events: ReadonlyArray<EventEncoded>
-      readonly covering: Parameters<Encoded["insertRequest"]>[2]
-    }
-    const reuseOf = (requestId: string) =>
-      Effect.dieMessage(`request id ${requestId} is already used by another tool call`)
-    /** What stands in a request's way: the record its call id has, or a session approval that covers it. */
-    const foundFor = (
-      recorded: CallRecord,
-      active: ReadonlyArray<ApprovalEncoded>,
-      covering: NewRequest["covering"]
-    ): Effect.Effect<RequestInsert | undefined, Failure> => {
-      if (Option.isSome(recorded)) {
-        return Effect.succeed(
-          recorded.value._tag === "Request"
-            ? { _tag: "Existing", request: recorded.value.request }
-            : { _tag: "Decided", decision: recorded.value.decision }
-        )
-      }
-      return Effect.map(
-        fromEither(covering(active)),
-        (covered) => covered >= 0 ? { _tag: "Covered", grant: active[covered]! } : undefined
-      )
-    }
-
-    /**
-     * New requests, merged across a batch: one read of their call ids' records, one of the session
-     * approvals that may cover them, one insert for the events of those still to be made, one for
-     * the requests (the first of a batch's calls with one id wins; the others meet its request).
-     */
-    const newRequests: Batcher.Group<NewRequest, RequestInsert, Failure> = {
-      write: true,
-      run: (inputs) =>
-        Effect.gen(function*() {
-          if (inputs.length === 1) {
-            const { covering, events, request } = inputs[0]!
-            const call = request.toolCall
-            const recorded = yield* recordedByCall(call.sessionKey, call.id)
-            const active = Option.isSome(recorded) ? [] : yield* Effect.flatMap(
-              q.activeGrants({ sessionKey: call.sessionKey, toolName: call.name.toLowerCase(), at: request.createdAt }),
-              approvalsOf
-            )
-            const found = yield* foundFor(recorded, active, covering)
-            if (found !== undefined) return [found]
-            if ((yield* q.insertRequest(requestRow(request))).length === 0) return yield* reuseOf(request.requestId)
-            return [{ _tag: "Inserted", events: yield* appendEvents(events) }]
-          }
-          const callOf = (input: NewRequest) => input.request.toolCall
-          const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
-          const recorded = yield* recordedCalls.run(
-            inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
-          )
-          const earliest = Math.min(...inputs.map((input) => input.request.createdAt))
-          const grantRows = yield* q.activeGrantsOf(inputs.map((input) => ({
-            sessionKey: callOf(input).sessionKey,
-            toolName: callOf(input).name.toLowerCase(),
-            at: earliest
-          })))
-          const results: Array<RequestInsert | undefined> = new Array(inputs.length)
-          const toMake: Array<number> = []
-          for (let i = 0; i < inputs.length; i++) {
-            const input = inputs[i]!
-            if (!firsts.has(input)) continue
-            const call = callOf(input)
-            // active at the request's own time (one read served the batch from its earliest)
-            const rows = grantRows.filter((row) =>
-              row.session_key === call.sessionKey && row.tool_name === call.name.toLowerCase() &&
-              (options.clock === "database" || row.expires_at === null ||
-                Number(row.expires_at) > input.request.createdAt)
-            )
-            results[i] = yield* foundFor(recorded[i]!, yield* approvalsOf(rows), input.covering)
-            if (results[i] === undefined) toMake.push(i)
-          }
-          const eventRows = yield* appendEvents(toMake.flatMap((i) => inputs[i]!.events))
-          let at = 0
-          const made = toMake.map((i) => {
-            const count = inputs[i]!.events.length
-            at += count
-            return { i, events: eventRows.slice(at - count, at) }
-          })
-          const inserted = yield* q.insertRequests(
-            made.map(({ events, i }) => ({ ...requestRow(inputs[i]!.request), requestedSeq: events[0]!.seq }))
-          )
-          // writers are serialized and the batch's call ids were read above: only a request id
-          // already taken is left (the batch then runs call by call, and that call alone dies)
-          if (inserted.length !== made.length) return yield* reuseOf("of this batch")
-          for (const { events, i } of made) results[i] = { _tag: "Inserted", events }
-          return yield* Effect.forEach(inputs, (input, i) =>
-            results[i] !== undefined
-              ? Effect.succeed(results[i]!)
-              : Effect.flatMap(
-                recordedByCall(callOf(input).sessionKey, callOf(input).id),
-                (found) => Effect.map(foundFor(found, [], () => Either.right(-1)), (result) => result!)
-              ))
-        })
-    }
-
-    type ClaimResult = Effect.Effect.Success<ReturnType<Encoded["claimRequest"]>>
-    interface ClaimInput {
-      readonly requestId: string
-      readonly claim: Claim
-      readonly events: ReadonlyArray<EventEncoded>
-      readonly rewrite: Parameters<Encoded["claimRequest"]>[4]
-    }
-    const refused = (requestId: string) =>
-      Effect.map(
-        Effect.flatMap(q.requestById({ requestId }), requestsOf),
-        (rows): ClaimResult => ({ _tag: "Refused", current: first(rows) })
-      )
-
-    /**
-     * Transitions of pending requests under one kind of claim, merged across a batch: one update
-     * claims them all (each at its own time; the first claim of a request in the batch goes first,
-     * the others then find it as that one left it), one insert for their events, one update for the
-     * rewritten rows, one insert for the session approvals they grant.
-     */
-    const claimsOf = (kind: Claim["_tag"]): Batcher.Group<ClaimInput, ClaimResult, Failure> => ({
-      write: true,
-      run: (inputs) =>
-        Effect.gen(function*() {
-          if (inputs.length === 1) {
-            const { claim, events, requestId, rewrite } = inputs[0]!
-            const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
-            if (before === undefined) return [yield* refused(requestId)]
-            const rows = yield* appendEvents(events)
-            const after = yield* fromEither(rewrite(before, numbersOf(rows)))
-            yield* q.rewriteRequest(requestRow(after.request))
-            if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
-            return [{ _tag: "Claimed", request: after.request, events: rows }]
-          }
-          const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-          const claimedRows = yield* q.claimMany[kind](
-            Array.from(
-              firsts,
-              (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 })
-            )
-          )
-          const befores = yield* requestsOf(claimedRows)
-          const beforeOf = new Map(claimedRows.map((row, i) => [row.request_id, befores[i]!]))
-          const claimed = inputs.filter((input) => firsts.has(input) && beforeOf.has(input.requestId))
-          const eventRows = yield* appendEvents(claimed.flatMap((input) => input.events))
-          let at = 0
-          const afters = new Map<ClaimInput, { readonly request: RequestEncoded; readonly events: Array<EventRow> }>()
-          const grants: Array<ApprovalEncoded> = []
-          for (const input of claimed) {
-            at += input.events.length
-            const events = eventRows.slice(at - input.events.length, at)
-            const after = yield* fromEither(input.rewrite(beforeOf.get(input.requestId)!, numbersOf(events)))
-            afters.set(input, { request: after.request, events })
-            if (after.grant !== undefined) grants.push(after.grant)
-          }
-          if (afters.size > 0) {
-            yield* q.rewriteRequests(Array.from(afters.values(), (after) => requestRow(after.request)))
-          }
-          if (grants.length > 0) yield* q.insertApprovals(grants.map(approvalRow))
-          return yield* Effect.forEach(inputs, (input) => {
-            const after = afters.get(input)
-            return after === undefined
-              ? refused(input.requestId)
-              : Effect.succeed<ClaimResult>({ _tag: "Claimed", request: after.request, events: after.events })
-          })
-        })
+    const { claims, newRequests, recordedCalls, spends, unrequestedDecisions } = Merged.make({
+      q,
+      clock: options.clock,
+      appendEvents,
+      appendEach,
+      numbersOf,
+      rows: entityRows
     })
-    const claims = {
-      Unwarned: claimsOf("Unwarned"),
-      BeforeDeadline: claimsOf("BeforeDeadline"),
-      PastDeadline: claimsOf("PastDeadline")
-    }
-
-    const claimOf = (requestId: string, claim: Claim) => {
-      switch (claim._tag) {
-        case "Unwarned":
-          return q.claimUnwarned({ requestId })
-        case "BeforeDeadline":
-          return q.claimBeforeDeadline({ requestId, at: claim.at })
-        case "PastDeadline":
-          return q.claimPastDeadline({ requestId, at: claim.at })
-      }
-    }
 
     const selectRequests = (operation: string, where: Statement.Fragment, order: Statement.Fragment) =>
       read(

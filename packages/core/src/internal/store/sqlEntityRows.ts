@@ -21,6 +21,12 @@ const requestFields = ["requestId", "status", "createdAt", "expiresAt", "warnedA
 const approvalFields = ["id", "sessionKey", "toolName", "seq", "revokedAt", "expiresAt"] as const
 const eventFields = ["at", "type", "outcome", "sessionKey", "toolCallId", "requestId"] as const
 
+/** A continuation's result as an effect (its failure rolls the step back). */
+export const fromEither = <A>(
+  either: Either.Either<A, ParseResult.ParseError>
+): Effect.Effect<A, ParseResult.ParseError> =>
+  Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
+
 /** The first row, if any. */
 export const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullable(rows[0])
 
