@@ -23,19 +23,20 @@
  */
 import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
-import {
-  type ApprovalRequest,
-  ApprovalStore,
-  AuditEvent,
-  type ToolCall,
-  ToolGate,
-  ToolGateError
-} from "@tool-gate/core"
-import { Effect, Exit, Layer, Option, Scope } from "effect"
+import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import { PassThrough } from "node:stream"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as AuditFanout from "./internal/auditFanout.js"
+import * as EncodeJson from "./internal/encodeJson.js"
+
+const requestJson = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
+const requestsJson = EncodeJson.compile(Schema.Array(ApprovalRequest.ApprovalRequest))
+
+/** Requests as the endpoints' JSON, without a `Schema.encode` of what the gate read from its store. */
+const json = <A>(encode: (value: A) => string) => (value: A) =>
+  HttpServerResponse.text(encode(value), { contentType: "application/json" })
 
 /**
  * @since 0.1.0
@@ -77,15 +78,15 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
           const principal = yield* Auth.CurrentPrincipal
           if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           const pending = yield* gate.pending({ sessionKey: urlParams.sessionKey })
-          return pending.filter((request) => principal.canSee(request.toolCall.sessionKey))
+          return json(requestsJson)(pending.filter((request) => principal.canSee(request.toolCall.sessionKey)))
         }))
-      .handle("get", ({ path }) => readable(path.requestId))
+      .handle("get", ({ path }) => Effect.map(readable(path.requestId), json(requestJson)))
       .handle("respond", ({ path, payload }) =>
         Effect.flatMap(approverOf(path.requestId), (approver) =>
-          gate.respond(path.requestId, Auth.answerOf(approver, payload))))
+          Effect.map(gate.respond(path.requestId, Auth.answerOf(approver, payload)), json(requestJson))))
       .handle("extend", ({ path, payload }) =>
         Effect.flatMap(approverOf(path.requestId), (approver) =>
-          gate.extend(path.requestId, payload.ttlMs, approver.name)))
+          Effect.map(gate.extend(path.requestId, payload.ttlMs, approver.name), json(requestJson))))
   }))
 
 /**
