@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpMiddleware, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
@@ -99,9 +99,26 @@ const responseHeaders = HttpApiBuilder.middleware((app) =>
   )
 )
 
+/** The tracer a program has when none is installed: its spans go nowhere. */
+const builtInTracer = Effect.runSync(Effect.tracer)
+
+/**
+ * The platform's server span for every request, only when a tracer is installed that does
+ * something with it: with the built-in one, the span (the request's URL parsed, an attribute per
+ * header) was work nobody could see.
+ */
+const serveTraced = <A, E, R>(serve: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.tracer,
+      (tracer) => tracer === builtInTracer ? HttpMiddleware.withTracerDisabledWhen(serve, () => true) : serve
+    )
+  )
+
 /**
  * The API, its documentation, the web console and the body limit, with authentication, served by
- * whatever `HttpServer` is provided.
+ * whatever `HttpServer` is provided. Each request gets the platform's server span when a tracer is
+ * installed (one provided to this layer or around it).
  *
  * @since 0.1.0
  * @category layers
@@ -113,7 +130,7 @@ export const layerApp = (
   never,
   HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | ToolGate.ToolGate | ApprovalStore.ApprovalStore
 > =>
-  HttpApiBuilder.serve().pipe(
+  serveTraced(HttpApiBuilder.serve()).pipe(
     Layer.provide(
       Layer.mergeAll(
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
