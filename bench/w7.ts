@@ -4,8 +4,9 @@
  * (bench/load.ts: half replay from the start, half reconnect with Last-Event-ID every 100 events;
  * pending lists are read beside the answers). Figures: answers per second, answer p50/p99, events
  * lost / repeated / out of order (must be 0), the server's CPU ms per answer (from
- * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is),
- * on SQLite and, when TOOLGATE_PG_URL is set, on PostgreSQL.
+ * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is)
+ * and the clients' (this process: autocannon and the SSE readers, on the same cores; the checks
+ * after the run left out), on SQLite and, when TOOLGATE_PG_URL is set, on PostgreSQL.
  *
  * Then memory at scale, on SQLite: the server's RSS (/proc/<pid>/status VmRSS) with W7_PENDING
  * pending requests, after one client listed them all, and with W7_SSE_CLIENTS event streams open;
@@ -58,11 +59,13 @@ const load = async <E>(
       )
     )
     const serverCpuMsPerAnswer = Math.round((cpuMs(server.pid) - before) / figures.requests * 100) / 100
+    const clientCpuMsPerAnswer = Math.round(figures.clientCpuMs / figures.requests * 100) / 100
     return {
       answersPerSec: figures.answeredPerSec,
       answerP50ms: figures.answerP50ms,
       answerP99ms: figures.answerP99ms,
       serverCpuMsPerAnswer,
+      clientCpuMsPerAnswer,
       serverRssMb: rssMb(server.pid),
       requests: figures.requests,
       sseClients: figures.sseClients,
