@@ -279,6 +279,7 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
 export const runLoad = (options: Options) =>
   Effect.gen(function*() {
     const store = yield* ApprovalStore.ApprovalStore
+    const clientCpuBefore = process.cpuUsage()
     const streams = yield* Effect.acquireRelease(
       Effect.promise(() =>
         Promise.all(
@@ -303,6 +304,7 @@ export const runLoad = (options: Options) =>
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
     })
+    const clientCpu = process.cpuUsage(clientCpuBefore)
     const log = yield* store.events()
 
     let lostEvents = 0
@@ -344,6 +346,8 @@ export const runLoad = (options: Options) =>
       requests: options.requestIds.length,
       sseClients: options.sseClients,
       sseReconnects: streams.reduce((n, stream) => n + stream.reconnects, 0),
+      // this process's CPU while the clients ran (autocannon, the SSE readers), checks excluded
+      clientCpuMs: Math.round((clientCpu.user + clientCpu.system) / 1000),
       reqPerSec: Math.round((http.answerMs.length + http.readMs.length) / http.seconds),
       answeredPerSec: Math.round(options.requestIds.length / http.seconds),
       answerP50ms: percentile(http.answerMs, 0.5),

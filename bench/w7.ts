@@ -4,8 +4,11 @@
  * (bench/load.ts: half replay from the start, half reconnect with Last-Event-ID every 100 events;
  * pending lists are read beside the answers). Figures: answers per second, answer p50/p99, events
  * lost / repeated / out of order (must be 0), the server's CPU ms per answer (from
- * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is),
- * on SQLite and, when TOOLGATE_PG_URL is set, on PostgreSQL.
+ * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is:
+ * every thread, and the main thread alone, which runs the JavaScript; the rest is mostly the JIT
+ * compiling a fresh process's code) and the clients' (this process: autocannon and the SSE
+ * readers, on the same cores; the checks after the run left out), on SQLite and, when
+ * TOOLGATE_PG_URL is set, on PostgreSQL.
  *
  * Then memory at scale, on SQLite: the server's RSS (/proc/<pid>/status VmRSS) with W7_PENDING
  * pending requests, after one client listed them all, and with W7_SSE_CLIENTS event streams open;
@@ -36,12 +39,18 @@ const rssMb = (pid: number) => {
   return Math.round(Number(line.split(/\s+/)[1]) / 1024)
 }
 
-/** The process's CPU time (user + system), in ms. */
-const cpuMs = (pid: number) => {
+/** CPU time (user + system) in ms, from a `stat` file of /proc. */
+const statCpuMs = (path: string) => {
   // the fields after the command (which may hold spaces), from `state`: utime and stime are 12th and 13th
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  const fields = readFileSync(path, "utf8").split(") ")[1]!.split(" ")
   return (Number(fields[11]) + Number(fields[12])) * 1000 / 100
 }
+
+/** The process's CPU time, every thread (JIT, GC, file watching), in ms. */
+const cpuMs = (pid: number) => statCpuMs(`/proc/${pid}/stat`)
+
+/** The CPU time of the process's main thread, the one that runs its JavaScript, in ms. */
+const mainThreadCpuMs = (pid: number) => statCpuMs(`/proc/${pid}/task/${pid}/stat`)
 
 /** The load of bench/load.ts against a server process, with the server's CPU time per answer. */
 const load = async <E>(
@@ -52,17 +61,24 @@ const load = async <E>(
   const server = await startServer(kind, target)
   try {
     const before = cpuMs(server.pid)
+    const mainBefore = mainThreadCpuMs(server.pid)
     const figures = await Effect.runPromise(
       runLoad({ ...server, token, sessions: 50, sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8) }).pipe(
         Effect.provide(storeLayer)
       )
     )
-    const serverCpuMsPerAnswer = Math.round((cpuMs(server.pid) - before) / figures.requests * 100) / 100
+    const perAnswer = (ms: number) => Math.round(ms / figures.requests * 100) / 100
+    const serverCpuMsPerAnswer = perAnswer(cpuMs(server.pid) - before)
+    // the rest is mostly the JIT compiling a fresh process's code while it runs
+    const serverMainThreadCpuMsPerAnswer = perAnswer(mainThreadCpuMs(server.pid) - mainBefore)
+    const clientCpuMsPerAnswer = perAnswer(figures.clientCpuMs)
     return {
       answersPerSec: figures.answeredPerSec,
       answerP50ms: figures.answerP50ms,
       answerP99ms: figures.answerP99ms,
       serverCpuMsPerAnswer,
+      serverMainThreadCpuMsPerAnswer,
+      clientCpuMsPerAnswer,
       serverRssMb: rssMb(server.pid),
       requests: figures.requests,
       sseClients: figures.sseClients,

@@ -23,18 +23,20 @@
  */
 import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
-import {
-  type ApprovalRequest,
-  ApprovalStore,
-  AuditEvent,
-  type ToolCall,
-  ToolGate,
-  ToolGateError
-} from "@tool-gate/core"
-import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
+import { Effect, Exit, Layer, Option, Schema, Scope } from "effect"
+import { PassThrough } from "node:stream"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as AuditFanout from "./internal/auditFanout.js"
+import * as EncodeJson from "./internal/encodeJson.js"
+
+const requestJson = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
+const requestsJson = EncodeJson.compile(Schema.Array(ApprovalRequest.ApprovalRequest))
+
+/** Requests as the endpoints' JSON, without a `Schema.encode` of what the gate read from its store. */
+const json = <A>(encode: (value: A) => string) => (value: A) =>
+  HttpServerResponse.text(encode(value), { contentType: "application/json" })
 
 /**
  * @since 0.1.0
@@ -76,15 +78,15 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
           const principal = yield* Auth.CurrentPrincipal
           if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
           const pending = yield* gate.pending({ sessionKey: urlParams.sessionKey })
-          return pending.filter((request) => principal.canSee(request.toolCall.sessionKey))
+          return json(requestsJson)(pending.filter((request) => principal.canSee(request.toolCall.sessionKey)))
         }))
-      .handle("get", ({ path }) => readable(path.requestId))
+      .handle("get", ({ path }) => Effect.map(readable(path.requestId), json(requestJson)))
       .handle("respond", ({ path, payload }) =>
         Effect.flatMap(approverOf(path.requestId), (approver) =>
-          gate.respond(path.requestId, Auth.answerOf(approver, payload))))
+          Effect.map(gate.respond(path.requestId, Auth.answerOf(approver, payload)), json(requestJson))))
       .handle("extend", ({ path, payload }) =>
         Effect.flatMap(approverOf(path.requestId), (approver) =>
-          gate.extend(path.requestId, payload.ttlMs, approver.name)))
+          Effect.map(gate.extend(path.requestId, payload.ttlMs, approver.name), json(requestJson))))
   }))
 
 /**
@@ -172,56 +174,47 @@ const sseBytes = (events: ReadonlyArray<AuditEvent.AuditEvent>): Uint8Array => {
 }
 
 /** How long a stream may stay silent before a comment line goes out, so idle proxies keep it open. */
-const keepAliveEvery = "15 seconds"
-
-/** Pieces of bytes as one (one socket write), copied only when there are several. */
-const joinBytes = (pieces: Chunk.Chunk<Uint8Array>): Chunk.Chunk<Uint8Array> => {
-  if (Chunk.size(pieces) <= 1) return pieces
-  let length = 0
-  for (const piece of pieces) length += piece.length
-  const joined = new Uint8Array(length)
-  let offset = 0
-  for (const piece of pieces) {
-    joined.set(piece, offset)
-    offset += piece.length
-  }
-  return Chunk.of(joined)
-}
+const keepAliveMs = 15_000
 
 /**
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
  * event, with a comment line every 15 seconds so idle proxies keep the connection open.
  *
- * The fan-out pushes each batch's bytes to the response's mailbox, where the heartbeat pushes too;
- * the response takes everything the mailbox holds at once and writes it as one piece: a burst of
- * events costs each client one write. The response ends when the fan-out fails it.
+ * The body is a Node stream the server pipes to the socket: the fan-out writes each batch's bytes
+ * to it and the heartbeat writes there too, with no Effect stream per client between them (a
+ * stream's per-chunk work was most of what a client cost). The client's part of the fan-out lives
+ * in a scope of its own, closed when the body closes: the client went away, the server cut the
+ * connection, or the fan-out failed the client (then the body ends, and so does the response).
+ * Node's server pipes the body within the request, so when the request's scope closes the body is
+ * done with, or was never piped (the client left before the answer): it is destroyed then. A web
+ * handler hands the body on as the `Response`'s and ends the request at once: its body lives until
+ * the reader cancels it.
  */
 const sseResponse = (
   fanout: AuditFanout.Fanout,
   query: AuditEvent.AuditQuery,
   keep: (event: AuditEvent.AuditEvent) => boolean
 ) =>
-  HttpServerResponse.stream(
-    Stream.asyncPush<Uint8Array, ToolGateError.PersistenceError>((emit) =>
-      Effect.gen(function*() {
-        emit.single(retryHint)
-        yield* fanout.follow({
-          query,
-          keep,
-          push: (bytes) => emit.single(bytes),
-          fail: (cause) => emit.halt(cause)
-        })
-        yield* Effect.sleep(keepAliveEvery).pipe(
-          Effect.zipRight(Effect.sync(() => emit.single(keepAlive))),
-          Effect.forever,
-          Effect.forkScoped
-        )
-      }), { bufferSize: "unbounded" }).pipe(Stream.mapChunks(joinBytes)),
-    {
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = new PassThrough()
+    const send = (bytes: Uint8Array) => {
+      if (body.writable) body.write(bytes)
+    }
+    const scope = yield* Scope.make()
+    const heartbeat = setInterval(() => send(keepAlive), keepAliveMs)
+    body.once("close", () => {
+      clearInterval(heartbeat)
+      Effect.runFork(Scope.close(scope, Exit.void))
+    })
+    if (!(request.source instanceof Request)) yield* Effect.addFinalizer(() => Effect.sync(() => body.destroy()))
+    send(retryHint)
+    yield* Scope.extend(fanout.follow({ query, keep, push: send, fail: () => body.end() }), scope)
+    return HttpServerResponse.raw(body, {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
-    }
-  )
+    })
+  })
 
 /**
  * How many events a token limited to some sessions reads per query while looking for ones it may
@@ -268,7 +261,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           const afterSeq = headers["last-event-id"] ?? urlParams.afterSeq
           const query = { ...urlParams, afterSeq }
           const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
-          return sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
+          return yield* sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
         }))
   }))
 

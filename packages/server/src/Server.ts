@@ -9,7 +9,7 @@
  * import { Policy } from "@tool-gate/core"
  * import { Auth, Server } from "@tool-gate/server"
  * import { ToolGateSqlite } from "@tool-gate/sqlite"
- * import { Effect, Layer } from "effect"
+ * import { Effect, Layer, Option } from "effect"
  *
  * const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
  * const main = Effect.gen(function*() {
@@ -25,12 +25,12 @@
  *
  * @since 0.1.0
  */
-import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpMiddleware, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import type { ApprovalStore, ToolGate } from "@tool-gate/core"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { createServer } from "node:http"
 import * as Auth from "./Auth.js"
@@ -79,29 +79,58 @@ const docsPolicy = (response: HttpServerResponse.HttpServerResponse): string => 
  * on every 401. API answers carry pending arguments, audit events and identities, so no cache may
  * keep them; nothing is sniffed into another type; pages cannot be framed.
  */
-const responseHeaders = HttpApiBuilder.middleware((app) =>
-  Effect.zipRight(
-    HttpApp.appendPreResponseHandler((request, response) => {
-      const path = request.url.split("?")[0]!
-      const headers: Record<string, string> = { "x-content-type-options": "nosniff" }
-      if (response.status === 401) headers["www-authenticate"] = "Bearer realm=\"tool-gate\""
-      if (path === docsPath) {
-        headers["content-security-policy"] = docsPolicy(response)
-        headers["x-frame-options"] = "DENY"
-      } else if (path === "/" || path === WebConsole.path || path.startsWith(`${WebConsole.path}/`)) {
-        headers["x-frame-options"] = "DENY"
-      } else {
-        headers["cache-control"] = "no-store"
-      }
-      return Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-    }),
-    app
+const responseHeaders: HttpApp.PreResponseHandler = (request, response) => {
+  const path = request.url.split("?")[0]!
+  const headers: Record<string, string> = { "x-content-type-options": "nosniff" }
+  if (response.status === 401) headers["www-authenticate"] = "Bearer realm=\"tool-gate\""
+  if (path === docsPath) {
+    headers["content-security-policy"] = docsPolicy(response)
+    headers["x-frame-options"] = "DENY"
+  } else if (path === "/" || path === WebConsole.path || path.startsWith(`${WebConsole.path}/`)) {
+    headers["x-frame-options"] = "DENY"
+  } else {
+    headers["cache-control"] = "no-store"
+  }
+  return Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+}
+
+/**
+ * `responseHeaders` after any handler already in place, for every request the served app answers:
+ * set once where the server's runtime is captured, not appended by a middleware on each request.
+ */
+const withResponseHeaders = <A, E, R>(serve: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.locallyWith(
+    serve,
+    HttpApp.currentPreResponseHandlers,
+    Option.match({
+      onNone: () => Option.some(responseHeaders),
+      onSome: (previous) =>
+        Option.some<HttpApp.PreResponseHandler>((request, response) =>
+          Effect.flatMap(previous(request, response), (response) => responseHeaders(request, response))
+        )
+    })
   )
-)
+
+/** The tracer a program has when none is installed: its spans go nowhere. */
+const builtInTracer = Effect.runSync(Effect.tracer)
+
+/**
+ * The platform's server span for every request, only when a tracer is installed that does
+ * something with it: with the built-in one, the span (the request's URL parsed, an attribute per
+ * header) was work nobody could see.
+ */
+const serveTraced = <A, E, R>(serve: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.tracer,
+      (tracer) => tracer === builtInTracer ? HttpMiddleware.withTracerDisabledWhen(serve, () => true) : serve
+    )
+  )
 
 /**
  * The API, its documentation, the web console and the body limit, with authentication, served by
- * whatever `HttpServer` is provided.
+ * whatever `HttpServer` is provided. Each request gets the platform's server span when a tracer is
+ * installed (one provided to this layer or around it).
  *
  * @since 0.1.0
  * @category layers
@@ -113,14 +142,13 @@ export const layerApp = (
   never,
   HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | ToolGate.ToolGate | ApprovalStore.ApprovalStore
 > =>
-  HttpApiBuilder.serve().pipe(
+  serveTraced(withResponseHeaders(HttpApiBuilder.serve())).pipe(
     Layer.provide(
       Layer.mergeAll(
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
         HttpApiSwagger.layer({ path: docsPath }),
         WebConsole.layer,
-        Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024),
-        responseHeaders
+        Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024)
       )
     ),
     Layer.provide(Http.layer),
