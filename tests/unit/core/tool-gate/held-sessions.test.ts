@@ -113,7 +113,7 @@ const allowed = (result: PauseSignal.PauseSignal | ToolGate.Allowed) => !PauseSi
 
 const suite = (name: string, stores: Stores) =>
   describe(`session approvals read on first need (${name})`, () => {
-    it.live("a revocation committed after the session's read, applied by the tailer before that read is done, is kept", () =>
+    it.live("a revocation the tailer applies while the session's read is not done is kept over the read", () =>
       Effect.gen(function*() {
         const [first, second] = yield* stores
         const a = yield* holding(first)
@@ -139,7 +139,7 @@ const suite = (name: string, stores: Stores) =>
         expect(a.sessionReads()).toBe(1)
       }))
 
-    it.live("a grant committed after the session's read, applied by the tailer before that read is done, is held once", () =>
+    it.live("a grant the tailer applies while the session's read is not done is held, once", () =>
       Effect.gen(function*() {
         const [first, second] = yield* stores
         const a = yield* holding(first)

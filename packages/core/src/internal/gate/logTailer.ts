@@ -2,8 +2,8 @@
  * The log tailer: one reader of the log per gate. On every hint from the store it reads the log
  * after what it has seen, wakes the local waiters of requests that were answered, expired or
  * extended, feeds the live audit stream and catches the sessions the session-approval projection
- * holds up with the changes committed by any process. While the log cannot be read, it says so (`unreadable`):
- * session approvals may have been revoked in the part it cannot read.
+ * holds up with the changes committed by any process. While the log cannot be read, it says so
+ * (`unreadable`): session approvals may have been revoked in the part it cannot read.
  */
 import { Effect, Queue } from "effect"
 import type * as Scope from "effect/Scope"
