@@ -10,10 +10,11 @@ import { argsDigest, normalizeName } from "../ToolCall.js"
  * session's first read, the log tailer, this gate's own writes); comparing seqs keeps the newest,
  * and a tombstone keeps an older active version of a revoked approval from coming back.
  *
- * Mutable, changed only in synchronous steps, so a reader never sees half a change.
+ * Mutable, changed only in synchronous steps, so a reader never sees half a change. A tool's
+ * list is replaced on each change of it (changes are rare, lookups are every call's).
  */
 export interface SessionGrants {
-  readonly tools: Map<string, Map<string, SessionApproval>>
+  readonly tools: Map<string, ReadonlyArray<SessionApproval>>
   readonly revoked: Map<string, number>
 }
 
@@ -25,17 +26,17 @@ export const make = (): SessionGrants => ({ tools: new Map(), revoked: new Map()
  * active nor revoked was not active as of it), so an unknown version at or below it is stale.
  */
 export const apply = (grants: SessionGrants, row: SessionApproval, floor: number): void => {
-  const tool = grants.tools.get(row.toolName)
-  const known = tool?.get(row.id)?.seq ?? grants.revoked.get(row.id)
+  const held = grants.tools.get(row.toolName) ?? []
+  const known = held.find((grant) => grant.id === row.id)?.seq ?? grants.revoked.get(row.id)
   if (known !== undefined ? known >= row.seq : row.seq <= floor) return
+  const others = held.filter((grant) => grant.id !== row.id)
   if (row.revokedAt === undefined) {
-    if (tool === undefined) grants.tools.set(row.toolName, new Map([[row.id, row]]))
-    else tool.set(row.id, row)
     grants.revoked.delete(row.id)
+    grants.tools.set(row.toolName, [...others, row])
   } else {
-    tool?.delete(row.id)
-    if (tool?.size === 0) grants.tools.delete(row.toolName)
     grants.revoked.set(row.id, row.seq)
+    if (others.length === 0) grants.tools.delete(row.toolName)
+    else grants.tools.set(row.toolName, others)
   }
 }
 
@@ -47,9 +48,7 @@ export const prune = (grants: SessionGrants, floor: number): void => {
 /** Whether a tool-wide approval of the tool is active at `now`. */
 export const hasToolWide = (grants: SessionGrants, toolName: string, now: number): boolean => {
   const held = grants.tools.get(normalizeName(toolName))
-  if (held === undefined) return false
-  for (const grant of held.values()) if (grant.scope === "tool" && isActive(grant, now)) return true
-  return false
+  return held !== undefined && held.some((grant) => grant.scope === "tool" && isActive(grant, now))
 }
 
 /**
@@ -60,7 +59,7 @@ export const lookup = (grants: SessionGrants, call: ToolCall, now: number): Sess
   const held = grants.tools.get(normalizeName(call.name))
   if (held === undefined) return undefined
   let digest: string | undefined
-  for (const grant of held.values()) {
+  for (const grant of held) {
     if (grant.scope === "exact") digest ??= argsDigest(call.args)
     if (covers(grant, call, now, digest)) return grant
   }

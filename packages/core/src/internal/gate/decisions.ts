@@ -99,9 +99,13 @@ export const make = (options: {
       const decision = withGrant(enforced, grants, call, now)
       return { decision, shadow: shadowOf(candidate, decision, grants, call, now) }
     }
-    return enforced._tag === "RequireApproval" || candidate?._tag === "RequireApproval"
-      ? Effect.map(projection.grantsOf(call.sessionKey), judgement)
-      : Effect.succeed(judgement(undefined))
+    if (enforced._tag !== "RequireApproval" && candidate?._tag !== "RequireApproval") {
+      return Effect.succeed(judgement(undefined))
+    }
+    const held = projection.held(call.sessionKey)
+    return held !== undefined
+      ? Effect.succeed(judgement(held))
+      : Effect.map(projection.grantsOf(call.sessionKey), judgement)
   }
 
   const decide = (call: ToolCall.ToolCall, now: number) =>

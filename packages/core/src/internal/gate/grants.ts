@@ -24,6 +24,8 @@ export const defaultHeldSessions = 10_000
 export interface Projection {
   /** the log's last sequence number when the gate opened: the tailer reads after it */
   readonly loadedAt: number
+  /** The session's approvals when they are held (as used now: the last to be dropped). */
+  readonly held: (sessionKey: string) => SessionIndex.SessionGrants | undefined
   /** The session's approvals: held, or read from the store (once, however many fibers ask). */
   readonly grantsOf: (sessionKey: string) => Effect.Effect<SessionIndex.SessionGrants, PersistenceError>
   /** Applies versions this gate wrote or read, to the sessions it holds. */
@@ -116,14 +118,19 @@ export const makeProjection = (
         return Effect.zipRight(Effect.forkIn(read(sessionKey, reading), scope), Deferred.await(deferred))
       })
 
+    const held = (sessionKey: string) => {
+      const entry = entries.get(sessionKey)
+      if (entry?._tag !== "Held") return undefined
+      entries.delete(sessionKey)
+      entries.set(sessionKey, entry)
+      return entry.grants
+    }
+
     const grantsOf = (sessionKey: string) =>
       Effect.suspend(() => {
+        const grants = held(sessionKey)
+        if (grants !== undefined) return Effect.succeed(grants)
         const entry = entries.get(sessionKey)
-        if (entry?._tag === "Held") {
-          entries.delete(sessionKey)
-          entries.set(sessionKey, entry)
-          return Effect.succeed(entry.grants)
-        }
         if (entry?._tag === "Reading") return Deferred.await(entry.read)
         return Effect.flatMap(
           Deferred.make<SessionIndex.SessionGrants, PersistenceError>(),
@@ -133,6 +140,7 @@ export const makeProjection = (
 
     return {
       loadedAt,
+      held,
       grantsOf,
       project: (rows) => Effect.sync(() => applyTo(rows)),
       caughtUpTo: () => floor,
