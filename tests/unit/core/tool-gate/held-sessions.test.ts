@@ -10,7 +10,10 @@
  * - a revocation A makes itself is not undone by an older read of A's tailer finishing after it;
  * - fibers asking for one session at once share one read, which survives the first one's interruption;
  * - a session dropped beyond `heldSessions` is read again, with what changed meanwhile;
- * - opening the gate reads no session approval.
+ * - opening the gate reads no session approval;
+ * - property: whatever grants and revocations both gates make in two concurrent lanes while A reads
+ *   sessions (holding 1, 2 or 8 of them), once A's tailer has read the last of them A's answer for
+ *   every session and tool is the store's.
  */
 import {
   ApprovalStore,
@@ -21,8 +24,8 @@ import {
   ToolCall,
   ToolGate
 } from "@tool-gate/core"
-import { expect } from "bun:test"
-import { Context, Effect, Exit, Fiber, Layer, Queue, type Scope, Stream } from "effect"
+import { expect, test } from "bun:test"
+import { Context, Effect, Exit, FastCheck as fc, Fiber, Layer, Queue, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -260,9 +263,123 @@ const suite = (name: string, stores: Stores) =>
       }))
   })
 
-suite("memory", memory)
-suite("sqlite", sqlite)
-describePostgres("tests in held-sessions.test.ts", (url) => suite("postgres", postgres(url)))
+const SESSIONS = ["s1", "s2", "s3"].map((key) => ToolCall.SessionKey.make(key))
+const TOOLS = ["bash", "deploy"] as const
+const by = fc.constantFrom("a" as const, "b" as const)
+const lane = fc.constantFrom(0, 1)
+const session = fc.constantFrom(...SESSIONS)
+const tool = fc.constantFrom(...TOOLS)
+const stepArb = fc.oneof(
+  { arbitrary: fc.record({ _tag: fc.constant("grant" as const), by, lane, session, tool }), weight: 3 },
+  { arbitrary: fc.record({ _tag: fc.constant("revokeTool" as const), by, lane, session, tool }), weight: 2 },
+  {
+    arbitrary: fc.record({ _tag: fc.constant("revokeOne" as const), by, lane, session, pick: fc.nat({ max: 3 }) }),
+    weight: 1
+  },
+  {
+    arbitrary: fc.record({
+      _tag: fc.constant("clear" as const),
+      by,
+      lane,
+      session: fc.option(session, { nil: undefined })
+    }),
+    weight: 1
+  },
+  { arbitrary: fc.record({ _tag: fc.constant("ask" as const), lane, session, tool }), weight: 3 }
+)
+type Step = typeof stepArb extends fc.Arbitrary<infer S> ? S : never
+
+const run = (a: ToolGate.Service, b: ToolGate.Service, store: ApprovalStore.Service, step: Step) => {
+  const gate = step._tag !== "ask" && step.by === "a" ? a : b
+  switch (step._tag) {
+    case "grant":
+      return gate.recordApproval(step.tool, step.session, true)
+    case "revokeTool":
+      return gate.recordApproval(step.tool, step.session, false)
+    case "revokeOne":
+      return Effect.flatMap(store.sessionApprovals({ sessionKey: step.session }), (grants) => {
+        const picked = grants[step.pick % Math.max(1, grants.length)]
+        return picked === undefined ? Effect.void : Effect.ignore(gate.revokeApproval(picked.id))
+      })
+    case "clear":
+      return gate.clearApprovals(step.session)
+    case "ask":
+      return a.hasApproval(step.tool, step.session)
+  }
+}
+
+/**
+ * A store whose first reads of a session, once they have their rows, let the other fibers (the
+ * lanes, the tailer) run a drawn number of turns: the window between a read and its use.
+ */
+const slowed = (store: ApprovalStore.Service, delays: ReadonlyArray<number>): ApprovalStore.Service => {
+  let n = 0
+  return {
+    ...store,
+    sessionApprovals: (query) =>
+      Effect.tap(
+        store.sessionApprovals(query),
+        () =>
+          query?.sessionKey === undefined
+            ? Effect.void
+            : Effect.repeatN(Effect.yieldNow(), delays[n++ % delays.length]!)
+      )
+  }
+}
+
+const exactness = (stores: Stores) =>
+  fc.asyncProperty(
+    fc.constantFrom(1, 2, 8),
+    fc.array(stepArb, { minLength: 1, maxLength: 24 }),
+    fc.array(fc.nat({ max: 60 }), { minLength: 1, maxLength: 8 }),
+    (heldSessions, steps, delays) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const [first, second] = yield* stores
+        const a = yield* gateOver(slowed(first, delays), { heldSessions })
+        const b = yield* gateOver(second)
+        const until = yield* following(a)
+        yield* Effect.all(
+          [0, 1].map((n) =>
+            Effect.forEach(steps.filter((step) => step.lane === n), (step) => run(a, b, second, step), {
+              discard: true
+            })
+          ),
+          { concurrency: "unbounded", discard: true }
+        )
+        // the catch-up that read the first marker is done once a later one reads the second
+        const marker = ToolCall.SessionKey.make("marker")
+        yield* b.recordApproval("one", marker, true)
+        yield* until((event) => event.sessionKey === marker && event.toolName === "one")
+        yield* b.recordApproval("two", marker, true)
+        yield* until((event) => event.sessionKey === marker && event.toolName === "two")
+        const now = Date.now()
+        for (const key of SESSIONS) {
+          const truth = yield* second.sessionApprovals({ sessionKey: key, activeAt: now })
+          for (const name of TOOLS) {
+            expect([key, name, yield* a.hasApproval(name, key)]).toEqual([
+              key,
+              name,
+              truth.some((grant) => grant.toolName === name && grant.scope === "tool")
+            ])
+          }
+        }
+      })))
+  )
+
+const RUNS: Record<string, number> = { memory: 100, sqlite: 25, postgres: 15 }
+
+const suites = (name: string, stores: Stores) => {
+  suite(name, stores)
+  describe(`session approvals held by a gate match the store (${name})`, () => {
+    test("after any grants and revocations of two gates, racing the first reads and the tailer", async () => {
+      await fc.assert(exactness(stores), { numRuns: RUNS[name]!, endOnFailure: true, verbose: 1 })
+    }, 120_000)
+  })
+}
+
+suites("memory", memory)
+suites("sqlite", sqlite)
+describePostgres("tests in held-sessions.test.ts", (url) => suites("postgres", postgres(url)))
 
 describe("heldSessions", () => {
   it.scoped("is a whole number from 1: anything else is a programming error", () =>
