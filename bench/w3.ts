@@ -12,9 +12,9 @@
  *   with its RSS before and after (`freshStartMs`, `rssBeforeMb`, `rssAfterMb`), and in another
  *   fresh process in two stages: the stores (open, WAL, migrations: `freshStoresMs`) and the gate
  *   over them (`freshGateMs`), then one session's first read (`freshFirstNeedMs`), and the RSS
- *   once the gate holds `HELD` sessions, its default cap (`rssHeldMb`), with the JS heap they keep
- *   after a full collection (`heapHeldMb`). W3_SESSIONS=100000 gives the
- *   100,000 active session approvals of issue 13's start-up goal;
+ *   once the gate holds `HELD` sessions, its default cap (`rssHeldMb`, and after a full collection
+ *   `rssHeldAfterGcMb`), with the JS heap the held sessions keep (`heapHeldMb`).
+ *   W3_SESSIONS=100000 gives the 100,000 active session approvals of issue 13's start-up goal;
  * - a session's approvals read on its first need (`hasApproval` of a session the gate does not
  *   hold yet: one indexed read), p50/p99 over 100 sessions.
  *
@@ -363,6 +363,7 @@ export const runW3With = (
         readonly freshGateMs: number
         readonly freshFirstNeedMs: number
         readonly rssHeldMb: number
+        readonly rssHeldAfterGcMb: number
         readonly heapHeldMb: number
       }
     >("stages", ...fresh)
@@ -482,6 +483,7 @@ if (process.argv[2] === "open") {
       freshGateMs,
       freshFirstNeedMs,
       rssHeldMb,
+      rssHeldAfterGcMb: mb(process.memoryUsage().rss),
       heapHeldMb: mb(process.memoryUsage().heapUsed - heapBefore)
     }))
   })))
