@@ -7,11 +7,16 @@
  * - pending across all sessions: thousands are pending, so the first page of the 100 oldest
  *   (`ApprovalStore.listPending({ limit: 100 })`), p50/p99 of 100 queries; and the whole list
  *   (`ToolGate.pending()`, 10,099 requests) once;
- * - start-up: a fresh `ToolGate` layer built on the file (open, migrations, loading the 10,000
- *   active session approvals into the projection, the first expiry sweep), median of 5; the same
- *   in a fresh process, with its RSS before and after (`freshStartMs`, `rssBeforeMb`,
- *   `rssAfterMb`); and the load of active session approvals alone. W3_SESSIONS=100000 gives the
- *   100,000 active session approvals of issue 13's start-up goal.
+ * - start-up: a fresh `ToolGate` layer built on the file (open, migrations, the log's last seq, the
+ *   first expiry sweep; no session approval is read), median of 5; the same in a fresh process,
+ *   with its RSS before and after (`freshStartMs`, `rssBeforeMb`, `rssAfterMb`), and in another
+ *   fresh process in two stages: the stores (open, WAL, migrations: `freshStoresMs`) and the gate
+ *   over them (`freshGateMs`), then one session's first read (`freshFirstNeedMs`), and the RSS
+ *   once the gate holds `HELD` sessions, its default cap (`rssHeldMb`, and after a full collection
+ *   `rssHeldAfterGcMb`), with the JS heap the held sessions keep (`heapHeldMb`).
+ *   W3_SESSIONS=100000 gives the 100,000 active session approvals of issue 13's start-up goal;
+ * - a session's approvals read on its first need (`hasApproval` of a session the gate does not
+ *   hold yet: one indexed read), p50/p99 over 100 sessions.
  *
  * Seeding writes the store's own tables with its own row encoders (the JSON each row holds is
  * what the store itself would write), in multi-row INSERTs of 50,000-row transactions: the store
@@ -21,7 +26,16 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { AuditEvent } from "@tool-gate/core"
-import { ApprovalRequest, ApprovalStore, Policy, SessionApproval, ToolCall, ToolGate } from "@tool-gate/core"
+import {
+  ApprovalRequest,
+  ApprovalStore,
+  Checkpoint,
+  type CheckpointStore,
+  Policy,
+  SessionApproval,
+  ToolCall,
+  ToolGate
+} from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -39,6 +53,8 @@ const ACTIVE_APPROVALS = SESSIONS
 const REVOKED_APPROVALS = Math.floor(SESSIONS / 5)
 const QUERIES = 100
 const BUILDS = 5
+/** sessions the fresh process has the gate read and hold: `heldSessions`' default */
+const HELD = Math.min(SESSIONS, 10_000)
 
 const policy = Policy.unsafeMake({ requireApproval: ["bash", "deploy"] })
 const session = (i: number) => `s-${String(i).padStart(5, "0")}`
@@ -302,27 +318,27 @@ const seed = Effect.gen(function*() {
 type GateLayer = Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, unknown>
 
 /**
- * A gate opened on the seeded store by a fresh process (`bun bench/w3.ts open sqlite|pg TARGET`):
- * the time to build it and the process's RSS before and after, as a user's process would see them.
+ * A gate opened on the seeded store by a fresh process (`bun bench/w3.ts open|stages sqlite|pg
+ * TARGET`), as a user's process would see it: its last line of output, parsed.
  */
-const openFresh = (kind: "sqlite" | "pg", target: string) =>
+const inFreshProcess = <A>(mode: "open" | "stages", kind: "sqlite" | "pg", target: string) =>
   Effect.promise(() =>
-    new Promise<{ readonly freshStartMs: number; readonly rssBeforeMb: number; readonly rssAfterMb: number }>(
-      (resolve, reject) => {
-        const child = spawn(
-          process.execPath,
-          ["--conditions=@tool-gate/source", import.meta.path, "open", kind, target],
-          { stdio: ["ignore", "pipe", "inherit"] }
-        )
-        let out = ""
-        child.stdout!.on("data", (chunk) => out += chunk)
-        child.once(
-          "exit",
-          (code) =>
-            code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop()!)) : reject(new Error(`W3 open: exit ${code}`))
-        )
-      }
-    )
+    new Promise<A>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ["--conditions=@tool-gate/source", import.meta.path, mode, kind, target],
+        { stdio: ["ignore", "pipe", "inherit"] }
+      )
+      let out = ""
+      child.stdout!.on("data", (chunk) => out += chunk)
+      child.once(
+        "exit",
+        (code) =>
+          code === 0
+            ? resolve(JSON.parse(out.trim().split("\n").pop()!))
+            : reject(new Error(`W3 ${mode}: exit ${code}`))
+      )
+    })
   )
 
 /** Seeds through `client` (after one open has migrated the schema), then measures on `gate`. */
@@ -338,7 +354,19 @@ export const runW3With = (
     const seeded = yield* seed.pipe(Effect.provide(client))
     const seedSeconds = (performance.now() - seedStart) / 1000
 
-    const opened = yield* openFresh(...fresh)
+    const opened = yield* inFreshProcess<
+      { readonly freshStartMs: number; readonly rssBeforeMb: number; readonly rssAfterMb: number }
+    >("open", ...fresh)
+    const stages = yield* inFreshProcess<
+      {
+        readonly freshStoresMs: number
+        readonly freshGateMs: number
+        readonly freshFirstNeedMs: number
+        readonly rssHeldMb: number
+        readonly rssHeldAfterGcMb: number
+        readonly heapHeldMb: number
+      }
+    >("stages", ...fresh)
     const builds: Array<number> = []
     for (let i = 0; i < BUILDS; i++) {
       const [ms] = yield* timed(Effect.scoped(Layer.build(gate)))
@@ -350,8 +378,13 @@ export const runW3With = (
       const tg = Context.get(context, ToolGate.ToolGate)
       const store = Context.get(context, ApprovalStore.ApprovalStore)
 
-      const [activeLoadMs, active] = yield* timed(store.sessionApprovals({ activeAt: Date.now() }))
-      if (active.length !== ACTIVE_APPROVALS) throw new Error(`W3: ${active.length} active approvals`)
+      // sessions this gate does not hold yet: each one's approvals are read on this first need
+      const firstNeed: Array<number> = []
+      for (let i = 0; i < QUERIES; i++) {
+        const [ms, held] = yield* timed(tg.hasApproval("bash", sessionKey(i * 2)))
+        if (!held) throw new Error(`W3: no approval of bash in ${session(i * 2)}`)
+        firstNeed.push(ms)
+      }
 
       const [firstSessionMs, first] = yield* timed(tg.pending({ sessionKey: TARGET }))
       if (first.length !== TARGET_PENDING) throw new Error(`W3: ${first.length} pending in ${TARGET}`)
@@ -377,7 +410,9 @@ export const runW3With = (
         allPendingFullListMs: Math.round(allPendingMs * 1000) / 1000,
         gateStartP50ms: percentile(builds, 0.5),
         ...opened,
-        activeApprovalsLoadMs: Math.round(activeLoadMs * 1000) / 1000
+        ...stages,
+        sessionFirstNeedP50ms: percentile(firstNeed, 0.5),
+        sessionFirstNeedP99ms: percentile(firstNeed, 0.99)
       }
     }))
   })
@@ -393,6 +428,13 @@ export const runW3Pg = (url: string) =>
 
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024 * 10) / 10
 
+const storesOf = (kind: string | undefined, target: string) =>
+  kind === "pg"
+    ? ToolGatePg.layerStore({ url: Redacted.make(target) })
+    : ToolGateSqlite.layerStore({ filename: target })
+
+const since = (start: number) => Math.round((performance.now() - start) * 10) / 10
+
 if (process.argv[2] === "open") {
   const [kind, target] = [process.argv[3], process.argv[4]!]
   const layer: GateLayer = kind === "pg"
@@ -402,11 +444,49 @@ if (process.argv[2] === "open") {
   const start = performance.now()
   await Effect.runPromise(Effect.scoped(Effect.flatMap(Layer.build(layer), () =>
     Effect.sync(() => {
-      const freshStartMs = Math.round((performance.now() - start) * 10) / 10
+      const freshStartMs = since(start)
       console.log(
         JSON.stringify({ freshStartMs, rssBeforeMb: mb(rssBefore), rssAfterMb: mb(process.memoryUsage().rss) })
       )
     }))))
+  process.exit(0)
+} else if (process.argv[2] === "stages") {
+  const [kind, target] = [process.argv[3], process.argv[4]!]
+  await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    let start = performance.now()
+    const stores = yield* Layer.build(storesOf(kind, target))
+    const freshStoresMs = since(start)
+    start = performance.now()
+    const gate = Context.get(
+      yield* Layer.build(
+        Checkpoint.layerWithGate({ policy }).pipe(
+          Layer.provide(
+            Layer.succeedContext(
+              stores as Context.Context<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore>
+            )
+          )
+        )
+      ),
+      ToolGate.ToolGate
+    )
+    const freshGateMs = since(start)
+    start = performance.now()
+    yield* gate.hasApproval("bash", sessionKey(1))
+    const freshFirstNeedMs = since(start)
+    Bun.gc(true)
+    const heapBefore = process.memoryUsage().heapUsed
+    for (let i = 0; i < HELD; i++) yield* gate.hasApproval("bash", sessionKey(i))
+    const rssHeldMb = mb(process.memoryUsage().rss)
+    Bun.gc(true)
+    console.log(JSON.stringify({
+      freshStoresMs,
+      freshGateMs,
+      freshFirstNeedMs,
+      rssHeldMb,
+      rssHeldAfterGcMb: mb(process.memoryUsage().rss),
+      heapHeldMb: mb(process.memoryUsage().heapUsed - heapBefore)
+    }))
+  })))
   process.exit(0)
 } else if (import.meta.main) {
   await runMain("W3", {

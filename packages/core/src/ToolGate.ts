@@ -116,12 +116,15 @@ export interface Service {
   >
   /** One sweep: expires overdue requests and emits due warnings. Runs in the background too. */
   readonly sweep: Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
-  /** Whether the session holds a tool-wide approval for the tool (or, given `call`, one covering it). */
+  /**
+   * Whether the session holds a tool-wide approval for the tool (or, given `call`, one covering it).
+   * A session whose approvals the gate does not hold yet has them read from the store.
+   */
   readonly hasApproval: (
     toolId: string,
     sessionKey: ToolCall.SessionKey,
     call?: { readonly args?: ToolCall.ToolArgs; readonly workingDirectory?: string }
-  ) => Effect.Effect<boolean>
+  ) => Effect.Effect<boolean, PersistenceError>
   /** `true` grants the session a tool-wide approval; `false` revokes the session's approvals of the tool. */
   readonly recordApproval: (
     toolId: string,
@@ -181,7 +184,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const { policy, shadowPolicy } = options
     const sweepInterval = Duration.decode(options.sweepInterval ?? "1 second")
     const warnBeforeMs = Duration.toMillis(options.warnBefore ?? "1 minute")
-    const projection = yield* Grants.makeProjection(store)
+    const projection = yield* Grants.makeProjection(store, options.heldSessions)
     const streams = yield* AuditStreams.make(store)
     // limits out of range are a programming error in the gate's options, not a runtime condition
     const limits = yield* Effect.orDie(Limits.callLimits(options.limits))

@@ -3,7 +3,7 @@
  * decision, or the approval request it needs), then answered from the record (replay by call id,
  * `replay.ts`). `gate` waits for a human between two `authorize`s of the same call.
  */
-import { Clock, Effect, Option, Ref } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { ApprovalStore, CreateResult, Recorded, RecordResult } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
@@ -50,7 +50,7 @@ export const make = (options: {
     call: ToolCall.ToolCall,
     decision: Decision.Decision,
     now: number
-  ) => Effect.Effect<Judgement>
+  ) => Effect.Effect<Judgement, PersistenceError>
   readonly replay: (call: ToolCall.ToolCall, args: string, record: Recorded, now: number) => Replayed
   readonly refuseReused: (call: ToolCall.ToolCall, args: string, now: number) => Effect.Effect<never, CallError>
   readonly fromRequest: (request: ApprovalRequest.ApprovalRequest, now: number) => Replayed
@@ -197,7 +197,7 @@ export const make = (options: {
       const call = yield* decodeCall(input)
       if (decision._tag !== "RequireApproval") return undefined
       const now = yield* Clock.currentTimeMillis
-      if (SessionIndex.lookup(yield* Ref.get(projection.index), call, now) !== undefined) return undefined
+      if (SessionIndex.lookup(yield* projection.grantsOf(call.sessionKey), call, now) !== undefined) return undefined
       const args = ToolCall.canonicalArgs(call.args)
       const found = (record: Recorded) =>
         !isSameCall(call, record)

@@ -62,6 +62,12 @@ export interface Options {
   readonly warnBefore?: Duration.DurationInput | undefined
   /** bounds on ids and arguments of calls and edits (default `Limits.defaultCallLimits`) */
   readonly limits?: Limits.CallLimitsInput | undefined
+  /**
+   * How many sessions' approvals the gate holds in memory (default 10,000). A session's approvals
+   * are read from the store on its first call that needs them; beyond this many sessions the least
+   * recently used is dropped, and read again when it needs them again.
+   */
+  readonly heldSessions?: number | undefined
 }
 
 /**

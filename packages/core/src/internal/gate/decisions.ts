@@ -3,7 +3,7 @@
  * allow, the candidate (shadow) policy judged beside them, the hooks around every decision, and the
  * audit events a decision commits with.
  */
-import { Clock, Effect, Function, Ref } from "effect"
+import { Clock, Effect, Function } from "effect"
 import type { ApprovalStore } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
 import * as Decision from "../../Decision.js"
@@ -60,41 +60,70 @@ export const make = (options: {
 }) => {
   const { hooks, policy, projection, shadowPolicy, store } = options
 
-  const decideWith = (
-    held: SessionIndex.SessionIndex,
+  /** `decision`, turned into an allow by an approval of the session that covers the call. */
+  const withGrant = (
+    decision: Decision.Decision,
+    grants: SessionIndex.SessionGrants | undefined,
     call: ToolCall.ToolCall,
-    now: number,
-    judge: Policy
+    now: number
   ): Decision.Decision => {
-    const decision = judge.evaluate(call)
-    if (decision._tag !== "RequireApproval") return decision
-    const grant = SessionIndex.lookup(held, call, now)
+    if (decision._tag !== "RequireApproval" || grants === undefined) return decision
+    const grant = SessionIndex.lookup(grants, call, now)
     return grant === undefined ? decision : allowedBy(decision, grant)
   }
 
   /** The candidate policy's decision for the call, when it has another outcome than `decision`. */
   const shadowOf = (
-    held: SessionIndex.SessionIndex,
-    call: ToolCall.ToolCall,
+    candidate: Decision.Decision | undefined,
     decision: Decision.Decision,
+    grants: SessionIndex.SessionGrants | undefined,
+    call: ToolCall.ToolCall,
     now: number
   ): Decision.Decision | undefined => {
-    if (shadowPolicy === undefined) return undefined
-    const candidate = decideWith(held, call, now, shadowPolicy)
-    return Decision.outcome(candidate) === Decision.outcome(decision) ? undefined : candidate
+    if (candidate === undefined) return undefined
+    const judged = withGrant(candidate, grants, call, now)
+    return Decision.outcome(judged) === Decision.outcome(decision) ? undefined : judged
   }
 
-  const decide = (held: SessionIndex.SessionIndex, call: ToolCall.ToolCall, now: number): Judgement => {
-    const decision = decideWith(held, call, now, policy)
-    return { decision, shadow: shadowOf(held, call, decision, now) }
+  /**
+   * The judgement of the policies' decisions; the session's approvals are read (held, or from the
+   * store on the session's first need) only when one of them asks for approval.
+   */
+  const judged = (
+    call: ToolCall.ToolCall,
+    now: number,
+    enforced: Decision.Decision,
+    candidate: Decision.Decision | undefined
+  ): Effect.Effect<Judgement, PersistenceError> => {
+    const judgement = (grants: SessionIndex.SessionGrants | undefined): Judgement => {
+      const decision = withGrant(enforced, grants, call, now)
+      return { decision, shadow: shadowOf(candidate, decision, grants, call, now) }
+    }
+    if (enforced._tag !== "RequireApproval" && candidate?._tag !== "RequireApproval") {
+      return Effect.succeed(judgement(undefined))
+    }
+    const held = projection.held(call.sessionKey)
+    return held !== undefined
+      ? Effect.succeed(judgement(held))
+      : Effect.map(projection.grantsOf(call.sessionKey), judgement)
   }
 
-  /** `decision` judged beside the candidate policy, against the projection as it is now. */
+  const decide = (call: ToolCall.ToolCall, now: number) =>
+    Effect.suspend(() => judged(call, now, policy.evaluate(call), shadowPolicy?.evaluate(call)))
+
+  /** `decision` judged beside the candidate policy, against the session's approvals as they are now. */
   const judgeAgain = (call: ToolCall.ToolCall, decision: Decision.Decision, now: number) =>
-    Effect.map(
-      Ref.get(projection.index),
-      (held): Judgement => ({ decision, shadow: shadowOf(held, call, decision, now) })
-    )
+    shadowPolicy === undefined
+      ? Effect.succeed<Judgement>({ decision, shadow: undefined })
+      : Effect.suspend(() => {
+        const candidate = shadowPolicy.evaluate(call)
+        return candidate._tag === "RequireApproval"
+          ? Effect.map(projection.grantsOf(call.sessionKey), (grants): Judgement => ({
+            decision,
+            shadow: shadowOf(candidate, decision, grants, call, now)
+          }))
+          : Effect.succeed<Judgement>({ decision, shadow: shadowOf(candidate, decision, undefined, call, now) })
+      })
 
   const withHooks = <A>(
     call: ToolCall.ToolCall,
@@ -108,17 +137,15 @@ export const make = (options: {
   }
 
   /** The judgement for a call at `now`, between the hooks; nothing is recorded. */
-  const judge = (call: ToolCall.ToolCall, now: number) =>
-    withHooks(call, Effect.map(Ref.get(projection.index), (held) => decide(held, call, now)), judgementDecision)
+  const judge = (call: ToolCall.ToolCall, now: number) => withHooks(call, decide(call, now), judgementDecision)
 
   /** `evaluate`: the decision, committed to the log as events only (no record for the call id). */
   const evaluate = (call: ToolCall.ToolCall) =>
     withHooks(
       call,
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.flatMap(Ref.get(projection.index), (held) => {
+        Effect.flatMap(decide(call, now), (judgement) => {
           const args = ToolCall.canonicalArgs(call.args)
-          const judgement = decide(held, call, now)
           return Effect.as(store.append(events(call, judgement, now, args)), judgement.decision)
         })),
       Function.identity

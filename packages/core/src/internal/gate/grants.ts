@@ -1,37 +1,156 @@
 /**
- * Session grants: the in-memory projection of active session approvals (loaded from the store,
- * written through on every change this gate makes, caught up from the log by the tailer for the
- * changes of other processes) and the gate's session-approval API over it.
+ * Session grants: the in-memory projection of session approvals and the gate's session-approval
+ * API over it. A session's approvals are read from the store on the first call of that session
+ * that needs them (one indexed read) and held from then on, for at most `heldSessions` sessions
+ * (the least recently used is dropped and simply read again); the gate's own writes and the log
+ * tailer's catch-up change only the sessions held. Start-up reads no approval.
  */
-import { Clock, type Duration, Effect, Either, Option, Ref } from "effect"
+import { Clock, Deferred, type Duration, Effect, Either, Option } from "effect"
+import type * as Scope from "effect/Scope"
 import type { ApprovalStore } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
 import * as Limits from "../../Limits.js"
-import * as SessionApproval from "../../SessionApproval.js"
+import type * as SessionApproval from "../../SessionApproval.js"
 import * as ToolCall from "../../ToolCall.js"
 import { type InvalidToolCall, type PersistenceError, SessionApprovalNotFound } from "../../ToolGateError.js"
 import * as SessionIndex from "../sessionIndex.js"
 import type { RevokeOptions } from "./contract.js"
 import * as Ids from "./ids.js"
 
-/** The projection: read by every decision, updated by grants, revocations and the log tailer. */
+/** Sessions whose approvals a gate holds unless its options say otherwise. */
+export const defaultHeldSessions = 10_000
+
+/** The projection: read by every decision that needs a session approval, updated by every change. */
 export interface Projection {
-  readonly index: Ref.Ref<SessionIndex.SessionIndex>
-  /** the log's last sequence number when the projection was loaded */
+  /** the log's last sequence number when the gate opened: the tailer reads after it */
   readonly loadedAt: number
+  /** The session's approvals when they are held (as used now: the last to be dropped). */
+  readonly held: (sessionKey: string) => SessionIndex.SessionGrants | undefined
+  /** The session's approvals: held, or read from the store (once, however many fibers ask). */
+  readonly grantsOf: (sessionKey: string) => Effect.Effect<SessionIndex.SessionGrants, PersistenceError>
+  /** Applies versions this gate wrote or read, to the sessions it holds. */
   readonly project: (rows: ReadonlyArray<SessionApproval.SessionApproval>) => Effect.Effect<void>
+  /** the log position up to which every change is reflected in the sessions held */
+  readonly caughtUpTo: () => number
+  /**
+   * The tailer's catch-up: `rows` are every approval changed after `caughtUpTo()`, read once the
+   * log had been read up to `seq` (none when no change was logged in between).
+   */
+  readonly caughtUp: (rows: ReadonlyArray<SessionApproval.SessionApproval>, seq: number) => Effect.Effect<void>
 }
 
-/** Loads the active session approvals, as of the log's current end. */
-export const makeProjection = (store: ApprovalStore["Type"]): Effect.Effect<Projection, PersistenceError> =>
+/**
+ * A session held, or being read: the versions that arrive meanwhile wait in `buffer` and are
+ * applied over what the read returns. `floor`: the log position the read reflects at least.
+ */
+type Entry =
+  | { readonly _tag: "Held"; readonly grants: SessionIndex.SessionGrants }
+  | {
+    readonly _tag: "Reading"
+    readonly floor: number
+    readonly buffer: Array<SessionApproval.SessionApproval>
+    readonly read: Deferred.Deferred<SessionIndex.SessionGrants, PersistenceError>
+  }
+
+/** The projection, empty, positioned at the log's current end; reads run in the gate's scope. */
+export const makeProjection = (
+  store: ApprovalStore["Type"],
+  heldSessions: number = defaultHeldSessions
+): Effect.Effect<Projection, PersistenceError, Scope.Scope> =>
   Effect.gen(function*() {
+    if (!Number.isInteger(heldSessions) || heldSessions < 1) {
+      return yield* Effect.dieMessage(`heldSessions must be a whole number from 1, got ${String(heldSessions)}`)
+    }
+    const scope = yield* Effect.scope
     const loadedAt = yield* store.lastSeq
-    const initial = yield* store.sessionApprovals({ activeAt: yield* Clock.currentTimeMillis })
-    const index = yield* Ref.make(SessionIndex.apply({ seq: loadedAt, sessions: new Map() }, initial))
+    // insertion order is recency: a session used is moved to the end, the first one is dropped
+    const entries = new Map<string, Entry>()
+    // every change up to here is reflected in the sessions held (the tailer moves it)
+    let floor = loadedAt
+
+    const applyTo = (
+      rows: ReadonlyArray<SessionApproval.SessionApproval>,
+      touched?: Set<SessionIndex.SessionGrants>
+    ) => {
+      for (const row of rows) {
+        const entry = entries.get(row.sessionKey)
+        if (entry === undefined) continue
+        if (entry._tag === "Reading") {
+          entry.buffer.push(row)
+        } else {
+          SessionIndex.apply(entry.grants, row, floor)
+          touched?.add(entry.grants)
+        }
+      }
+    }
+
+    const read = (sessionKey: string, entry: Extract<Entry, { _tag: "Reading" }>) =>
+      Clock.currentTimeMillis.pipe(
+        Effect.flatMap((now) => store.sessionApprovals({ sessionKey, activeAt: now })),
+        Effect.map((rows) => {
+          const grants = SessionIndex.make()
+          for (const row of rows) SessionIndex.apply(grants, row, 0)
+          for (const row of entry.buffer) SessionIndex.apply(grants, row, entry.floor)
+          SessionIndex.prune(grants, floor)
+          if (entries.get(sessionKey) === entry) entries.set(sessionKey, { _tag: "Held", grants })
+          return grants
+        }),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            if (exit._tag === "Failure" && entries.get(sessionKey) === entry) entries.delete(sessionKey)
+            Deferred.unsafeDone(entry.read, exit)
+          })
+        )
+      )
+
+    const startReading = (
+      sessionKey: string,
+      deferred: Deferred.Deferred<SessionIndex.SessionGrants, PersistenceError>
+    ) =>
+      Effect.suspend(() => {
+        const entry = entries.get(sessionKey)
+        if (entry?._tag === "Held") return Effect.succeed(entry.grants)
+        if (entry?._tag === "Reading") return Deferred.await(entry.read)
+        const reading: Entry = { _tag: "Reading", floor, buffer: [], read: deferred }
+        entries.set(sessionKey, reading)
+        if (entries.size > heldSessions) entries.delete(entries.keys().next().value!)
+        // the read belongs to the gate, not to the caller: an interrupted caller leaves it to the others
+        return Effect.zipRight(Effect.forkIn(read(sessionKey, reading), scope), Deferred.await(deferred))
+      })
+
+    const held = (sessionKey: string) => {
+      const entry = entries.get(sessionKey)
+      if (entry?._tag !== "Held") return undefined
+      entries.delete(sessionKey)
+      entries.set(sessionKey, entry)
+      return entry.grants
+    }
+
+    const grantsOf = (sessionKey: string) =>
+      Effect.suspend(() => {
+        const grants = held(sessionKey)
+        if (grants !== undefined) return Effect.succeed(grants)
+        const entry = entries.get(sessionKey)
+        if (entry?._tag === "Reading") return Deferred.await(entry.read)
+        return Effect.flatMap(
+          Deferred.make<SessionIndex.SessionGrants, PersistenceError>(),
+          (deferred) => startReading(sessionKey, deferred)
+        )
+      })
+
     return {
-      index,
       loadedAt,
-      project: (rows) => Ref.update(index, (current) => SessionIndex.apply(current, rows))
+      held,
+      grantsOf,
+      project: (rows) => Effect.sync(() => applyTo(rows)),
+      caughtUpTo: () => floor,
+      caughtUp: (rows, seq) =>
+        Effect.sync(() => {
+          const touched = new Set<SessionIndex.SessionGrants>()
+          applyTo(rows, touched)
+          floor = Math.max(floor, seq)
+          for (const grants of touched) SessionIndex.prune(grants, floor)
+        })
     }
   })
 
@@ -45,7 +164,7 @@ export const make = (options: {
   readonly sessionKeyOf: (sessionKey: string) => Either.Either<ToolCall.SessionKey, InvalidToolCall>
 }) => {
   const { projection, sessionKeyOf, store } = options
-  const { index, project } = projection
+  const { grantsOf, project } = projection
 
   const hasApproval = (
     toolId: string,
@@ -54,12 +173,9 @@ export const make = (options: {
   ) =>
     Effect.gen(function*() {
       if (Either.isLeft(sessionKeyOf(sessionKey))) return false
+      const grants = yield* grantsOf(sessionKey)
       const now = yield* Clock.currentTimeMillis
-      const held = yield* Ref.get(index)
-      if (call === undefined) {
-        const grants = held.sessions.get(sessionKey)?.get(ToolCall.normalizeName(toolId)) ?? []
-        return grants.some((grant) => grant.scope === "tool" && SessionApproval.isActive(grant, now))
-      }
+      if (call === undefined) return SessionIndex.hasToolWide(grants, toolId, now)
       const probe: ToolCall.ToolCall = {
         id: probeId,
         name: toolId,
@@ -67,7 +183,7 @@ export const make = (options: {
         sessionKey,
         ...(call.workingDirectory !== undefined ? { workingDirectory: call.workingDirectory } : {})
       }
-      return SessionIndex.lookup(held, probe, now) !== undefined
+      return SessionIndex.lookup(grants, probe, now) !== undefined
     })
 
   const recordApproval = (

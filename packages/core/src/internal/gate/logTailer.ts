@@ -1,11 +1,11 @@
 /**
  * The log tailer: one reader of the log per gate. On every hint from the store it reads the log
  * after what it has seen, wakes the local waiters of requests that were answered, expired or
- * extended, feeds the live audit stream and catches the session-approval projection up with the
- * changes committed by any process. While the log cannot be read, it says so (`unreadable`):
- * session approvals may have been revoked in the part it cannot read.
+ * extended, feeds the live audit stream and catches the sessions the session-approval projection
+ * holds up with the changes committed by any process. While the log cannot be read, it says so
+ * (`unreadable`): session approvals may have been revoked in the part it cannot read.
  */
-import { Effect, Queue, Ref } from "effect"
+import { Effect, Queue } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalStore } from "../../ApprovalStore.js"
 import type * as AuditEvent from "../../AuditEvent.js"
@@ -48,9 +48,11 @@ export const make = (options: {
   const { projection, publish, store, waiters } = options
   let unreadable: PersistenceError | undefined
   let seq = projection.loadedAt
+  // a change of the session approvals was read in the log and the approvals it changed are not
+  // applied yet (it outlives a failed catch-up, so the next one reads them)
+  let changed = false
 
   const catchUp = Effect.gen(function*() {
-    let changedProjection = false
     while (true) {
       const events = yield* store.events({ afterSeq: seq, limit: PAGE })
       if (events.length === 0) break
@@ -58,17 +60,18 @@ export const make = (options: {
         if (event.requestId !== undefined && WAKING_EVENTS.has(event.type) && waiters.has(event.requestId)) {
           yield* waiters.wake(event.requestId)
         }
-        if (changesProjection(event)) changedProjection = true
+        if (changesProjection(event)) changed = true
       }
       yield* publish(events)
       seq = events[events.length - 1]!.seq
       // what is committed after this read comes with a hint of its own
       if (events.length < PAGE) break
     }
-    if (changedProjection) {
-      const projectionSeq = (yield* Ref.get(projection.index)).seq
-      yield* projection.project(yield* store.sessionApprovals({ afterSeq: projectionSeq }))
-    }
+    if (seq <= projection.caughtUpTo()) return
+    // read after the log: every change up to `seq` is committed, so the rows show it (or newer)
+    const rows = changed ? yield* store.sessionApprovals({ afterSeq: projection.caughtUpTo() }) : []
+    yield* projection.caughtUp(rows, seq)
+    changed = false
   })
 
   const start = Effect.flatMap(store.subscribe, (hints) =>
