@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Schema } from "effect"
 import type * as Decision from "./Decision.js"
 import { canonicalJson } from "./internal/canonical.js"

@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, ParseResult, Schema } from "effect"
