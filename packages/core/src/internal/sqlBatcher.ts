@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Effect, Equal, Exit, type FiberId, Queue, type Scope } from "effect"
+import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
 
 /**
  * Group commit for one store's statements. A call that finds the store idle runs at once, on its
@@ -80,7 +80,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     const pending: Array<Job> = []
     let busy = false
     let closed = false
-    let lastWriter: FiberId.FiberId | undefined = undefined
+    let lastWriter: unknown = undefined
     const signal = yield* Queue.sliding<void>(1)
 
     const statement = (conn: Connection, text: string) => conn.executeUnprepared(text, [], undefined)
@@ -259,9 +259,9 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         if (!busy) {
           busy = true
           if (!write) return runAlone(job)
-          const writer = fiber.id()
-          const alternating = lastWriter !== undefined && !Equal.equals(lastWriter, writer)
-          lastWriter = writer
+          // the fiber itself, not its id: comparing ids hashes them
+          const alternating = lastWriter !== undefined && lastWriter !== fiber
+          lastWriter = fiber
           if (!alternating) return runAlone(job)
           // Writes from alternating fibers: many callers are likely in flight. This one lets the
           // other runnable fibers go first, so the calls they make queue behind it and commit with
