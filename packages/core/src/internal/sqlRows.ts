@@ -65,8 +65,11 @@ class TextCache<A> {
  * One JSON column: encoded values to text and back, through the cache.
  */
 export interface Column<I> {
-  /** The text of an encoded value; the cache learns it. */
-  readonly write: (encoded: I) => string
+  /**
+   * The text of an encoded value; the cache learns it when the value is what the text parses to:
+   * frozen (made by the codec's own encoding), or `faithful` as the caller knows it.
+   */
+  readonly write: (encoded: I, faithful?: boolean) => string
   /** The encoded value in a column's text (`JSON.parse`, or the cache); the codec checks it. */
   readonly read: (text: unknown) => Either.Either<unknown, ParseResult.ParseError>
   /** entries held (tests) */
@@ -80,11 +83,10 @@ export interface Column<I> {
 export const column = <I>(capacity = 4096, learnReads = false): Column<I> => {
   const cache = capacity > 0 ? new TextCache<unknown>(capacity) : undefined
   return {
-    write: (encoded) => {
+    write: (encoded, faithful = Object.isFrozen(encoded)) => {
       const text = JSON.stringify(encoded)
-      // frozen: made by the codec's own encoding, so equal to what the text parses to (a value
-      // the codec left to the Schema may hold what JSON does not carry, e.g. NaN)
-      if (cache !== undefined && Object.isFrozen(encoded) && cache.get(text) === undefined) cache.set(text, encoded)
+      // not any value: one the codec left to the Schema may hold what JSON does not carry (NaN)
+      if (cache !== undefined && faithful && cache.get(text) === undefined) cache.set(text, encoded)
       return text
     },
     read: (text) => {

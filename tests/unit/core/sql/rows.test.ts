@@ -95,6 +95,24 @@ const anyJsonShaped = (arbitrary: fc.Arbitrary<any>, encode: (x: any) => unknown
 const anyJsonRuns = { numRuns: 500 }
 
 describe("SQL row codecs", () => {
+  test("a decision event built by its constructor is cached as written, and that is what its text parses to", () => {
+    const column = Rows.column<unknown>(4096, true)
+    fc.assert(
+      fc.property(
+        Arbitrary.make(ToolCall.ToolCall),
+        Arbitrary.make(Decision.Decision),
+        fc.integer({ min: 0, max: 2 ** 47 }),
+        (call, decision, at) => {
+          const event = AuditEvent.decision(call, decision, at, ToolCall.canonicalArgs(call.args))
+          const text = column.write(event, true)
+          // what a reader of this process gets (a copy with its seq) equals what another's gets
+          expect({ ...(Either.getOrThrow(column.read(text)) as object) }).toStrictEqual(JSON.parse(text))
+        }
+      ),
+      runs
+    )
+  })
+
   test("Decision.Recorded: the written text is exactly what Schema.encode + JSON.stringify gives", () => {
     const codec = Rows.makeCodecs().decision
     const encode = Schema.encodeSync(Decision.Recorded)

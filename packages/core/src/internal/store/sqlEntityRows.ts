@@ -1,5 +1,6 @@
 import { Effect, Either, Option, type ParseResult } from "effect"
 import type { ApprovalEncoded, DecisionEncoded, EventEncoded, EventRow, RequestEncoded } from "../../ApprovalStore.js"
+import { BuiltEvent } from "../builtEvent.js"
 import * as Rows from "../sqlRows.js"
 import type * as Statements from "./sqlStatements.js"
 
@@ -97,11 +98,15 @@ export const make = () => {
       approval: columns.approval.write(approval)
     }),
 
-    /** `toolName` lower-cased, for the case-insensitive filter. */
+    /**
+     * `toolName` lower-cased, for the case-insensitive filter. A decision event built by its
+     * constructor holds only strings and finite numbers: its text reads back as it, so the cache
+     * keeps it and the tailer's read of this process's own decisions parses nothing.
+     */
     eventRow: (event: EventEncoded): Statements.EventRow => ({
       ...copied(event, eventFields),
       toolName: event.toolName?.toLowerCase(),
-      event: columns.event.write(event)
+      event: columns.event.write(event, event instanceof BuiltEvent)
     }),
 
     decisionText: (decision: DecisionEncoded): string => columns.decision.write(decision)
