@@ -68,7 +68,8 @@ export const make = (options: {
       const call = yield* decodeCall(input)
       const now = yield* Clock.currentTimeMillis
       const args = ToolCall.canonicalArgs(call.args)
-      const recorded = store.findRecorded(call.sessionKey, call.id)
+      // built only when read: the allow path never reads it
+      const recorded = Effect.suspend(() => store.findRecorded(call.sessionKey, call.id))
       // With hooks the record is read first, so that a replay (which judges nothing) never
       // reaches them. Without, the call is judged first: a decision's insert finds any record its
       // id has (one store call, not two). A call that needs a human is read first all the same:
