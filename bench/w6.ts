@@ -3,7 +3,8 @@
  * replay and audited in the same transaction. SQLite: one process, 64 calls in flight. PostgreSQL
  * (TOOLGATE_PG_URL): 1, 2 and 4 processes at once on one database (a fresh schema), 64 in flight
  * each, all started together. Figures: decisions per second (all processes together), p50/p99 of
- * one decision, CPU ms per decision (`process.cpuUsage`, summed over the processes).
+ * one decision, CPU ms per decision (`process.cpuUsage`, summed over the processes), and on
+ * PostgreSQL how busy the machine's cores were meanwhile (`machineCpuBusyPct`, server included).
  *
  *   bun --conditions=@tool-gate/source bench/w6.ts      W6_CALLS=20000 per process by default
  */
@@ -12,6 +13,7 @@ import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, type Layer, Redacted } from "effect"
 import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { createInterface } from "node:readline"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
@@ -102,8 +104,23 @@ if (process.argv[2] === "worker") {
   process.exit(0)
 }
 
-/** `processes` workers on one schema, started together. */
-const pgProcesses = (url: string, processes: number): Promise<Array<Run>> => {
+/** The machine's CPU time over all its cores, busy and in all, from /proc/stat (Linux). */
+const machineCpu = () => {
+  const values = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const total = values.reduce((sum, value) => sum + value, 0)
+  // idle and iowait
+  return { busy: total - values[3]! - (values[4] ?? 0), total }
+}
+
+/**
+ * `processes` workers on one schema, started together; with how busy the machine's cores were
+ * while they ran (the database server's work included), which says whether adding processes
+ * could add throughput here.
+ */
+const pgProcesses = (
+  url: string,
+  processes: number
+): Promise<{ readonly runs: Array<Run>; readonly machineCpuBusyPct: number }> => {
   const workers = Array.from(
     { length: processes },
     (_, i) =>
@@ -128,9 +145,13 @@ const pgProcesses = (url: string, processes: number): Promise<Array<Run>> => {
       rl.once("close", () => reject(new Error("a W6 worker ended without its figures")))
     })
   )
-  return Promise.all(ready).then(() => {
+  return Promise.all(ready).then(async () => {
+    const before = machineCpu()
     for (const worker of workers) worker.stdin!.write("go\n")
-    return Promise.all(done)
+    const runs = await Promise.all(done)
+    const after = machineCpu()
+    const machineCpuBusyPct = Math.round((after.busy - before.busy) / (after.total - before.total) * 100)
+    return { runs, machineCpuBusyPct }
   })
 }
 
@@ -140,12 +161,12 @@ if (import.meta.main) {
     postgres: async (url) => {
       const byProcesses: Record<string, object> = {}
       for (const processes of [1, 2, 4]) {
-        const schema = await Effect.runPromise(
+        const { machineCpuBusyPct, runs } = await Effect.runPromise(
           Effect.scoped(
             Effect.flatMap(pgSchema(url), (schemaUrl) => Effect.promise(() => pgProcesses(schemaUrl, processes)))
           )
         )
-        byProcesses[`${processes} process${processes > 1 ? "es" : ""}`] = figures(schema)
+        byProcesses[`${processes} process${processes > 1 ? "es" : ""}`] = { ...figures(runs), machineCpuBusyPct }
       }
       return byProcesses
     }
