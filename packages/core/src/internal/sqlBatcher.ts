@@ -51,7 +51,7 @@ export interface Group<I, A, E> {
 }
 
 /** A group's body for one call. */
-const alone = <I, A, E>(group: Group<I, A, E>, input: I): Effect.Effect<A, E> =>
+export const alone = <I, A, E>(group: Group<I, A, E>, input: I): Effect.Effect<A, E> =>
   Effect.map(group.run([input]), (results) => results[0]!)
 
 export interface Options {

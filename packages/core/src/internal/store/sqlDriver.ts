@@ -98,14 +98,11 @@ export const make = (
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
       Effect.flatMap(inTransaction, (inside) =>
         inside
-          ? sql.withTransaction(Effect.zipRight(
-            serialize,
-            Effect.map(group.run([input]), (results) =>
-              results[0]!)
-          ))
+          ? sql.withTransaction(Effect.zipRight(serialize, Batcher.alone(group, input)))
           : batcher.join(group, input, single)).pipe(PersistenceError.refail(operation))
 
-    const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
+    const numbersOf = (rows: ReadonlyArray<EventRow>) =>
+      rows.map((row) => row.seq)
     /** Appends events: numbered consecutively (writers are serialized), as rows. */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
       events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
@@ -134,11 +131,8 @@ export const make = (
     const readJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
       PersistenceError.refail(operation)(
         isSqlite
-          ? Effect.flatMap(
-            inTransaction,
-            (inside) => inside ? Effect.map(group.run([input]), (results) => results[0]!) : batcher.join(group, input)
-          )
-          : Effect.map(group.run([input]), (results) => results[0]!)
+          ? Effect.flatMap(inTransaction, (inside) => inside ? Batcher.alone(group, input) : batcher.join(group, input))
+          : Batcher.alone(group, input)
       )
 
     const { claims, newRequests, recordedCalls, spends, unrequestedDecisions } = Merged.make({

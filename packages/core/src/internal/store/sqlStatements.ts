@@ -16,27 +16,40 @@ type Rows = ReadonlyArray<Record<string, unknown>>
 /** Runs compiled text on the connection at hand (the transaction's, the batch's, or the pool). */
 export type Exec = (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<Rows, SqlError>
 
-/** A named parameter, standing in for its value while the statement compiles. */
+/**
+ * A named parameter (of the `row`-th row, in a statement over rows), standing in for its value
+ * while the statement compiles.
+ */
 class Slot {
-  constructor(readonly name: string) {}
+  constructor(readonly name: string, readonly row = 0) {}
 }
 
 type Slots<P> = { readonly [K in keyof P]: Slot }
+
+/** The slots of the `row`-th row: each name read stands for that row's value. */
+const slotsOf = <P>(row: number) => new Proxy({}, { get: (_, name) => new Slot(String(name), row) }) as Slots<P>
+
+/** Compiled text and its parameters, the slots among them. */
+interface Shape {
+  readonly text: string
+  readonly params: ReadonlyArray<unknown>
+}
+const shapeOf = (statement: Statement.Statement<unknown>): Shape => {
+  const [text, params] = statement.compile()
+  return { text, params }
+}
+
+/** Runs a shape with its slots bound to the rows' values by name. */
+const runShape = (exec: Exec, { params, text }: Shape, rows: ReadonlyArray<Record<string, unknown>>) =>
+  exec(text, params.map((param) => param instanceof Slot ? rows[param.row]![param.name] ?? null : param))
 
 /** The text of `build` with its named slots, and a function that runs it with their values. */
 const prepare = (exec: Exec) =>
 <P extends Record<string, unknown>>(
   build: (p: Slots<P>) => Statement.Statement<unknown>
 ): (values: P) => Effect.Effect<Rows, SqlError> => {
-  const slots = new Proxy({}, { get: (_, name) => new Slot(String(name)) }) as Slots<P>
-  const [text, params] = build(slots).compile()
-  const names = params.map((param) => param instanceof Slot ? param.name : undefined)
-  return (values) => exec(text, names.map((name, i) => name === undefined ? params[i] : values[name] ?? null))
-}
-
-/** A named parameter of the `row`-th row of a statement over several rows. */
-class RowSlot {
-  constructor(readonly row: number, readonly name: string) {}
+  const shape = shapeOf(build(slotsOf(0)))
+  return (values) => runShape(exec, shape, [values])
 }
 
 /** Texts kept per statement over rows: the numbers of rows seen last (batches vary little). */
@@ -50,26 +63,15 @@ const prepareRows = (exec: Exec) =>
 <R extends Record<string, unknown>>(
   build: (rows: ReadonlyArray<Slots<R>>) => Statement.Statement<unknown>
 ): (rows: ReadonlyArray<R>) => Effect.Effect<Rows, SqlError> => {
-  const shapes = new Map<number, { readonly text: string; readonly params: ReadonlyArray<unknown> }>()
-  const shapeOf = (count: number) => {
-    const found = shapes.get(count)
-    if (found !== undefined) return found
-    const slots = Array.from(
-      { length: count },
-      (_, row) => new Proxy({}, { get: (_, name) => new RowSlot(row, String(name)) }) as Slots<R>
-    )
-    const [text, params] = build(slots).compile()
-    if (shapes.size >= SHAPES) shapes.clear()
-    const shape = { text, params }
-    shapes.set(count, shape)
-    return shape
-  }
+  const shapes = new Map<number, Shape>()
   return (rows) => {
-    const { params, text } = shapeOf(rows.length)
-    return exec(
-      text,
-      params.map((param) => param instanceof RowSlot ? rows[param.row]![param.name] ?? null : param)
-    )
+    let shape = shapes.get(rows.length)
+    if (shape === undefined) {
+      shape = shapeOf(build(Array.from({ length: rows.length }, (_, row) => slotsOf<R>(row))))
+      if (shapes.size >= SHAPES) shapes.clear()
+      shapes.set(rows.length, shape)
+    }
+    return runShape(exec, shape, rows)
   }
 }
 
