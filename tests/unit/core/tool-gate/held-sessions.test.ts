@@ -114,14 +114,19 @@ const bashIn = (sessionKey: ToolCall.SessionKey, id: string) => ({
 
 const allowed = (result: PauseSignal.PauseSignal | ToolGate.Allowed) => !PauseSignal.isPauseSignal(result)
 
+/** Gate A over a store whose reads can be held, gate B over a second connection to the same data. */
+const gatesOver = (stores: Stores, optionsA?: Partial<ToolGate.Options>) =>
+  Effect.gen(function*() {
+    const [first, second] = yield* stores
+    const a = yield* holding(first)
+    return { a, gateA: yield* gateOver(a.store, optionsA), gateB: yield* gateOver(second) }
+  })
+
 const suite = (name: string, stores: Stores) =>
   describe(`session approvals read on first need (${name})`, () => {
     it.live("a revocation the tailer applies while the session's read is not done is kept over the read", () =>
       Effect.gen(function*() {
-        const [first, second] = yield* stores
-        const a = yield* holding(first)
-        const gateA = yield* gateOver(a.store)
-        const gateB = yield* gateOver(second)
+        const { a, gateA, gateB } = yield* gatesOver(stores)
         const until = yield* following(gateA)
         yield* gateB.recordApproval("bash", S, true)
         yield* until((event) => event.type === "session.granted")
@@ -144,10 +149,7 @@ const suite = (name: string, stores: Stores) =>
 
     it.live("a grant the tailer applies while the session's read is not done is held, once", () =>
       Effect.gen(function*() {
-        const [first, second] = yield* stores
-        const a = yield* holding(first)
-        const gateA = yield* gateOver(a.store)
-        const gateB = yield* gateOver(second)
+        const { a, gateA, gateB } = yield* gatesOver(stores)
         const until = yield* following(gateA)
 
         a.hold.session = true
@@ -172,10 +174,7 @@ const suite = (name: string, stores: Stores) =>
 
     it.live("a revocation this gate made is not undone by an older read of its tailer that finishes after it", () =>
       Effect.gen(function*() {
-        const [first, second] = yield* stores
-        const a = yield* holding(first)
-        const gateA = yield* gateOver(a.store)
-        const gateB = yield* gateOver(second)
+        const { a, gateA, gateB } = yield* gatesOver(stores)
         expect(yield* gateA.hasApproval("bash", S)).toBe(false)
 
         a.hold.tail = true
@@ -195,10 +194,7 @@ const suite = (name: string, stores: Stores) =>
 
     it.live("fibers asking for one session at once share one read, which outlives the first one's interruption", () =>
       Effect.gen(function*() {
-        const [first, second] = yield* stores
-        const a = yield* holding(first)
-        const gateA = yield* gateOver(a.store)
-        const gateB = yield* gateOver(second)
+        const { a, gateA, gateB } = yield* gatesOver(stores)
         yield* gateB.recordApproval("bash", S, true)
 
         a.hold.session = true
@@ -220,10 +216,7 @@ const suite = (name: string, stores: Stores) =>
 
     it.live("beyond heldSessions the least recently used session is dropped, and read again with what changed", () =>
       Effect.gen(function*() {
-        const [first, second] = yield* stores
-        const a = yield* holding(first)
-        const gateA = yield* gateOver(a.store, { heldSessions: 2 })
-        const gateB = yield* gateOver(second)
+        const { a, gateA, gateB } = yield* gatesOver(stores, { heldSessions: 2 })
         const [s1, s2, s3] = ["s1", "s2", "s3"].map((key) =>
           ToolCall.SessionKey.make(key)
         )
