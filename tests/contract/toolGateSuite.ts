@@ -770,6 +770,24 @@ export const toolGateSuite = <E>(
           ])
         }))
 
+      test("hooks never see a call answered from its record (the same call id asked again judges nothing)", () =>
+        Effect.gen(function*() {
+          const seen: Array<string> = []
+          const store = yield* ApprovalStore.ApprovalStore
+          const gate = yield* ToolGate.make({
+            policy,
+            hooks: {
+              beforePolicyDecision: (c) => Effect.sync(() => seen.push(`before:${c.id}`)),
+              afterPolicyDecision: (c, d) => Effect.sync(() => seen.push(`after:${c.id}:${d._tag}`))
+            }
+          }).pipe(Effect.provideService(ApprovalStore.ApprovalStore, store))
+          yield* gate.authorize(call("c1", "ls"))
+          yield* gate.authorize(call("c1", "ls"))
+          yield* Effect.either(gate.authorize(call("c2", "rm")))
+          yield* Effect.either(gate.authorize(call("c2", "rm")))
+          expect(seen).toEqual(["before:c1", "after:c1:Allow", "before:c2", "after:c2:Deny"])
+        }))
+
       test("a shadow (candidate) policy is never enforced; each call it would decide differently is audited as policy.shadow", () =>
         Effect.gen(function*() {
           const store = yield* ApprovalStore.ApprovalStore
