@@ -132,6 +132,30 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
         expect(approvals).toHaveLength(granted)
         expect(yield* store.listPending()).toHaveLength(0)
       }))
+
+    it.scoped("answers in flight are each judged at their own time: those past their request's deadline are Overdue", () =>
+      Effect.gen(function*() {
+        const { store } = yield* open(layer())
+        const asks = Array.from({ length: 16 }, (_, n) => request(300 + n))
+        for (const ask of asks) yield* store.createRequest(ask, requested(ask))
+        // odd ones answered a millisecond after their deadline, even ones well before it
+        const results = yield* Effect.forEach(asks, (ask, n) => {
+          const resolution: ApprovalRequest.Resolution = {
+            status: "approved",
+            decision: "approve_once",
+            respondedBy: "ana",
+            resolvedAt: n % 2 === 1 ? ask.expiresAt + 1 : ask.createdAt + 5
+          }
+          return Effect.zipRight(
+            Effect.yieldNow(),
+            store.resolve(ask.requestId, resolution, AuditEvent.approvalResolved(ask, resolution))
+          )
+        }, { concurrency: "unbounded" })
+        expect(results.map((result) => result._tag)).toEqual(asks.map((_, n) => n % 2 === 1 ? "Overdue" : "Resolved"))
+        expect((yield* store.listPending()).map((r) => r.requestId).sort()).toEqual(
+          asks.filter((_, n) => n % 2 === 1).map((ask) => ask.requestId).sort()
+        )
+      }))
   })
 
 suite("SQLite", () => sqliteStore())
