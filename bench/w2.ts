@@ -17,6 +17,8 @@ import { runMain } from "./main.js"
 
 const SEQUENTIAL = Number(process.env.W2_SEQUENTIAL ?? 10_000)
 const CONCURRENT = Number(process.env.W2_CONCURRENT ?? 1_000)
+// answers in flight at once from the responder tailing the log (as a server takes them)
+const RESPONDERS = Number(process.env.W2_RESPONDERS ?? 1)
 
 const percentile = (xs: Array<number>, p: number) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -53,9 +55,18 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     const responder = yield* gate.auditLog({ afterSeq }).pipe(
       Stream.filter((e) => e.type === "approval.requested"),
       Stream.take(CONCURRENT),
-      Stream.runForEach((e) =>
-        gate.respond(ApprovalRequest.RequestId.make(e.requestId!), { decision: "approve_once", respondedBy: "bench" })
+      Stream.mapEffect(
+        (e) =>
+          gate.respond(ApprovalRequest.RequestId.make(e.requestId!), {
+            decision: "approve_once",
+            respondedBy: "bench"
+          }),
+        {
+          concurrency: RESPONDERS,
+          unordered: true
+        }
       ),
+      Stream.runDrain,
       Effect.fork
     )
     yield* Effect.forEach(

@@ -36,7 +36,13 @@ import type { PersistenceError } from "./ToolGateError.js"
  * @category models
  */
 export type ResolveResult =
-  | { readonly _tag: "Resolved"; readonly request: ApprovalRequest; readonly event: AuditEvent }
+  | {
+    readonly _tag: "Resolved"
+    readonly request: ApprovalRequest
+    readonly event: AuditEvent
+    /** the session approval committed with the resolution, numbered */
+    readonly grant?: SessionApproval | undefined
+  }
   | { readonly _tag: "NotPending"; readonly request: ApprovalRequest }
   | { readonly _tag: "NotFound" }
   /** an answer or extension of a request whose deadline has passed on the store's clock */
@@ -97,6 +103,19 @@ export type Recorded =
 export type NewSessionApproval = Omit<SessionApproval, "seq">
 
 /**
+ * What an answer makes of the pending request it claimed: its resolution, the event committed with
+ * it and, for `approve_session`, the session approval it grants.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Answer {
+  readonly resolution: Resolution
+  readonly event: UnsequencedEvent
+  readonly grant?: NewSessionApproval | undefined
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -150,6 +169,16 @@ export interface Service {
     resolution: Resolution,
     event: UnsequencedEvent,
     grant?: NewSessionApproval
+  ) => Effect.Effect<ResolveResult, PersistenceError>
+  /**
+   * Answers a pending request in one step: claims it as `resolve` does (refused as `Overdue` once
+   * its deadline has passed at `at`), then commits what `answer` makes of the claimed request. The
+   * request is not read before the claim, so concurrent answers merge into one write.
+   */
+  readonly answer: (
+    requestId: RequestId,
+    at: number,
+    answer: (request: ApprovalRequest) => Answer
   ) => Effect.Effect<ResolveResult, PersistenceError>
   /** Moves `expiresAt` of a pending request; refused once it is not pending or `Overdue` (at `event.at`). */
   readonly extend: (
@@ -291,6 +320,20 @@ export type Claim =
 export type Continue<A, B> = (a: A, seqs: ReadonlyArray<number>) => Either.Either<B, ParseResult.ParseError>
 
 /**
+ * A claimed request's transition: the events to append, and the row after them (with the session
+ * approval it grants, if any), made once the events have their numbers.
+ *
+ * @since 0.1.0
+ * @category driver
+ */
+export interface Transition {
+  readonly events: ReadonlyArray<EventEncoded>
+  readonly rewrite: (
+    seqs: ReadonlyArray<number>
+  ) => Either.Either<{ readonly request: RequestEncoded; readonly grant?: ApprovalEncoded }, ParseResult.ParseError>
+}
+
+/**
  * The storage under the store: rows as the SQL stores keep them, each method one atomic step (one
  * transaction). Writes take the events to append with them and return them numbered, as rows
  * (consecutive, ascending `seq`). Designed so that a driver answers each call in few statements: a read
@@ -322,17 +365,16 @@ export interface Encoded {
     PersistenceError
   >
   /**
-   * Conditional claim-and-rewrite: when the request meets `claim`, appends `events`, rewrites the
-   * row with what `rewrite` makes of it (and inserts the session approval it may return);
-   * otherwise writes nothing and returns the row as it is.
+   * Conditional claim-and-rewrite: when the request meets `claim`, appends the events `transition`
+   * makes of the claimed row, rewrites the row as its `rewrite` says (and inserts the session
+   * approval it may return); otherwise writes nothing and returns the row as it is.
    */
   readonly claimRequest: (
     /** the store call, for errors */
     operation: string,
     requestId: string,
     claim: Claim,
-    events: ReadonlyArray<EventEncoded>,
-    rewrite: Continue<RequestEncoded, { readonly request: RequestEncoded; readonly grant?: ApprovalEncoded }>
+    transition: (before: RequestEncoded) => Either.Either<Transition, ParseResult.ParseError>
   ) => Effect.Effect<
     | { readonly _tag: "Claimed"; readonly request: RequestEncoded; readonly events: ReadonlyArray<EventRow> }
     | { readonly _tag: "Refused"; readonly current: Option.Option<RequestEncoded> },

@@ -133,6 +133,74 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
         expect(yield* store.listPending()).toHaveLength(0)
       }))
 
+    it.scoped("answers made of the claimed request, in flight: the first answer of each request wins, its grant numbered by its event", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* open(layer())
+        const asks = Array.from({ length: 16 }, (_, n) => request(400 + n))
+        for (const ask of asks) yield* store.createRequest(ask, requested(ask))
+        const seen: Array<ApprovalRequest.ApprovalRequest> = []
+        // two answers per request, each made from the request the store claimed for it
+        const answer = (ask: ApprovalRequest.ApprovalRequest, n: number, approve: boolean) =>
+          store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
+            seen.push(claimed)
+            const resolution: ApprovalRequest.Resolution = approve
+              ? {
+                status: "approved",
+                decision: "approve_session",
+                respondedBy: "ana",
+                scope: "tool",
+                sessionApprovalId: `sa_${n}`,
+                resolvedAt: ask.createdAt + 5
+              }
+              : { status: "denied", decision: "deny", respondedBy: "bob", resolvedAt: ask.createdAt + 5 }
+            return {
+              resolution,
+              event: AuditEvent.approvalResolved(claimed, resolution),
+              grant: approve
+                ? { ...bashGrant(`sa_${n}`, claimed.toolCall.sessionKey), requestId: claimed.requestId }
+                : undefined
+            }
+          })
+        const results = yield* Effect.forEach(
+          asks.flatMap((ask, n) => [answer(ask, n, n % 2 === 0), answer(ask, n, n % 2 === 1)]),
+          (call) => Effect.zipRight(Effect.yieldNow(), call),
+          { concurrency: "unbounded" }
+        )
+        // the answer only ever saw its request pending, as it was created
+        for (const claimed of seen) {
+          expect(claimed.status).toBe("pending")
+          expect(claimed).toEqual(asks.find((ask) => ask.requestId === claimed.requestId)!)
+        }
+        const approvals = yield* sql<{ id: string; seq: number | string }>`
+          SELECT id, seq FROM toolgate_session_approvals`
+        for (let n = 0; n < 16; n++) {
+          const pair = [results[2 * n]!, results[2 * n + 1]!]
+          expect(pair.map((result) => result._tag).sort()).toEqual(["NotPending", "Resolved"])
+          const won = pair.find((result) => result._tag === "Resolved")!
+          if (won._tag !== "Resolved") throw new Error("unreachable")
+          const row = approvals.find((a) => a.id === `sa_${n}`)
+          if (won.request.status === "approved") {
+            expect(won.grant).toMatchObject({ id: `sa_${n}`, seq: won.event.seq })
+            expect(Number(row!.seq)).toBe(won.event.seq)
+          } else {
+            expect(won.grant).toBeUndefined()
+            expect(row).toBeUndefined()
+          }
+        }
+        expect(yield* store.listPending()).toHaveLength(0)
+        // answering after the deadline claims nothing and writes nothing
+        const late = request(500, { sessionKey: "s2" })
+        expect((yield* store.createRequest(late, requested(late)))._tag).toBe("Created")
+        const overdue = yield* store.answer(late.requestId, late.expiresAt + 1, () => {
+          throw new Error("an overdue request is never handed to its answer")
+        })
+        expect(overdue._tag).toBe("Overdue")
+        const missing = yield* store.answer("req_missing" as ApprovalRequest.RequestId, 1, () => {
+          throw new Error("a missing request is never handed to its answer")
+        })
+        expect(missing._tag).toBe("NotFound")
+      }))
+
     it.scoped("answers in flight are each judged at their own time: those past their request's deadline are Overdue", () =>
       Effect.gen(function*() {
         const { store } = yield* open(layer())

@@ -136,27 +136,25 @@ export const make = (
     readonly policy: Policy
     readonly limits: Limits.CallLimits
     readonly projection: Projection
-  } & Pick<Requests, "getRequest" | "current" | "refuseOverdue">
+  } & Pick<Requests, "refuseOverdue">
 ) => {
-  const { current, getRequest, limits, policy, projection, refuseOverdue, store } = options
+  const { limits, policy, projection, refuseOverdue, store } = options
 
-  /** Answers a pending request with a decoded response; the same answer again returns the first resolution. */
+  /**
+   * Answers a pending request with a decoded response; the same answer again returns the first
+   * resolution. One store step claims the request and commits what the answer makes of it, so
+   * answers arriving together merge into one write.
+   */
   const answer = (
     requestId: ApprovalRequest.RequestId,
     response: ApprovalRequest.ApprovalResponse
   ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
     Effect.gen(function*() {
-      const request = yield* getRequest(requestId)
       const now = yield* Clock.currentTimeMillis
-      const settled = yield* current(request, now)
-      if (settled.status !== "pending") return yield* settleRepeat(settled, response)
-      const { grant, resolution } = resolutionFor(policy, settled, response, now)
-      const result = yield* store.resolve(
-        settled.requestId,
-        resolution,
-        AuditEvent.approvalResolved(settled, resolution),
-        grant
-      )
+      const result = yield* store.answer(requestId, now, (request) => {
+        const { grant, resolution } = resolutionFor(policy, request, response, now)
+        return { resolution, event: AuditEvent.approvalResolved(request, resolution), grant }
+      })
       switch (result._tag) {
         case "NotFound":
           return yield* new RequestNotFound({ requestId })
@@ -166,7 +164,7 @@ export const make = (
         case "NotDue":
           return yield* refuseOverdue(result.request, now)
         case "Resolved":
-          if (grant !== undefined) yield* projection.project([{ ...grant, seq: result.event.seq }])
+          if (result.grant !== undefined) yield* projection.project([result.grant])
           return result.request
       }
     })

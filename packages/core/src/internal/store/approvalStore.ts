@@ -13,7 +13,7 @@ import type {
 } from "../../ApprovalStore.js"
 import type { AuditEvent, UnsequencedEvent } from "../../AuditEvent.js"
 import type { Recorded as RecordedDecision } from "../../Decision.js"
-import { covers } from "../../SessionApproval.js"
+import { covers, type SessionApproval } from "../../SessionApproval.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Codecs from "./codecs.js"
 
@@ -111,36 +111,51 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
 
     // --- transitions -----------------------------------------------------------------------------
 
+    /** What a transition of a claimed request commits: its event, the row after it, its grant. */
+    interface Step {
+      readonly event: UnsequencedEvent
+      readonly next: ApprovalRequest
+      readonly grant?: NewSessionApproval | undefined
+    }
+
     /**
-     * A transition of a pending request: claimed under `claim`, rewritten by `next`, committed
-     * with `event` (and the session approval `grant` makes); or why it was refused.
+     * A transition of a pending request: claimed under `claim`, then committed as `step` makes it
+     * of the claimed request; or why it was refused.
      */
     const transition = (
       operation: string,
       requestId: RequestId,
       claim: Claim,
       refusal: "Overdue" | "NotDue" | "NotPending",
-      event: UnsequencedEvent,
-      next: (request: ApprovalRequest) => ApprovalRequest,
-      grant?: NewSessionApproval
+      step: (request: ApprovalRequest) => Step
     ): Effect.Effect<ResolveResult, PersistenceError> =>
       Effect.gen(function*() {
-        const encoded = yield* encode(operation, codecs.event, event)
-        const result = yield* driver.claimRequest(operation, requestId, claim, [encoded], (before, seqs) =>
-          Either.flatMap(codecs.request.decode(before), (request) =>
-            Either.flatMap(codecs.request.encode(next(request)), (rewritten) =>
-              grant === undefined
-                ? Either.right({ request: rewritten })
-                : Either.map(codecs.approval.encode({ ...grant, seq: seqs[0]! }), (approval) => ({
-                  request: rewritten,
-                  grant: approval
-                })))))
+        // the grant of the rewrite that ran last: a merged batch that fails runs each call again
+        let granted: SessionApproval | undefined
+        const result = yield* driver.claimRequest(operation, requestId, claim, (before) =>
+          Either.flatMap(codecs.request.decode(before), (request) => {
+            const { event, grant, next } = step(request)
+            return Either.map(codecs.event.encode(event), (encoded) => ({
+              events: [encoded],
+              rewrite: (seqs: ReadonlyArray<number>) =>
+                Either.flatMap(codecs.request.encode(next), (rewritten) => {
+                  granted = grant === undefined ? undefined : { ...grant, seq: seqs[0]! }
+                  return granted === undefined
+                    ? Either.right({ request: rewritten })
+                    : Either.map(
+                      codecs.approval.encode(granted),
+                      (approval) => ({ request: rewritten, grant: approval })
+                    )
+                })
+            }))
+          }))
         if (result._tag === "Claimed") {
           yield* hint(result.events)
           return {
             _tag: "Resolved",
             request: yield* decode(operation, codecs.request)(result.request),
-            event: written(result.events)[0]!
+            event: written(result.events)[0]!,
+            ...(granted !== undefined ? { grant: granted } : {})
           } as const
         }
         if (Option.isNone(result.current)) {
@@ -200,26 +215,22 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           }
         }),
 
-      resolve: (requestId, resolution, event, grant) =>
-        resolution.status === "expired"
-          ? transition(
-            "resolve",
-            requestId,
-            { _tag: "PastDeadline", at: resolution.resolvedAt },
-            "NotDue",
-            event,
-            (request) => ({ ...request, status: resolution.status, resolution }),
-            grant
-          )
-          : transition(
-            "resolve",
-            requestId,
-            { _tag: "BeforeDeadline", at: resolution.resolvedAt },
-            "Overdue",
-            event,
-            (request) => ({ ...request, status: resolution.status, resolution }),
-            grant
-          ),
+      resolve: (requestId, resolution, event, grant) => {
+        const step = (request: ApprovalRequest): Step => ({
+          event,
+          next: { ...request, status: resolution.status, resolution },
+          grant
+        })
+        return resolution.status === "expired"
+          ? transition("resolve", requestId, { _tag: "PastDeadline", at: resolution.resolvedAt }, "NotDue", step)
+          : transition("resolve", requestId, { _tag: "BeforeDeadline", at: resolution.resolvedAt }, "Overdue", step)
+      },
+
+      answer: (requestId, at, answer) =>
+        transition("answer", requestId, { _tag: "BeforeDeadline", at }, "Overdue", (request) => {
+          const { event, grant, resolution } = answer(request)
+          return { event, next: { ...request, status: resolution.status, resolution }, grant }
+        }),
 
       extend: (requestId, expiresAt, event) =>
         transition(
@@ -227,23 +238,18 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           requestId,
           { _tag: "BeforeDeadline", at: event.at },
           "Overdue",
-          event,
           ({ warnedAt: _, ...request }) => ({
-            ...request,
-            expiresAt
+            event,
+            next: { ...request, expiresAt }
           })
         ),
 
       markWarned: (requestId, event) =>
         Effect.map(
-          transition(
-            "markWarned",
-            requestId,
-            { _tag: "Unwarned" },
-            "NotPending",
+          transition("markWarned", requestId, { _tag: "Unwarned" }, "NotPending", (request) => ({
             event,
-            (request) => ({ ...request, warnedAt: event.at })
-          ),
+            next: { ...request, warnedAt: event.at }
+          })),
           (result) => result._tag === "Resolved"
         ),
 

@@ -95,18 +95,21 @@ export const makeMemoryDriver = (): Encoded => {
           return { _tag: "Inserted", events: append(events) } as const
         })
       }),
-    claimRequest: (operation, requestId, claim, events, rewrite) =>
+    claimRequest: (operation, requestId, claim, transition) =>
       step<Result<"claimRequest">>(operation, () => {
         const before = requests.get(requestId)
         if (before === undefined || !claims(claim, before)) {
           return Either.right({ _tag: "Refused", current: Option.fromNullable(before) } as const)
         }
-        return Either.map(rewrite(before, nextSeqs(events)), (after) => {
-          const rows = append(events)
-          requests.set(requestId, after.request)
-          if (after.grant !== undefined) approvals.set(after.grant.id, after.grant)
-          return { _tag: "Claimed", request: after.request, events: rows } as const
-        })
+        return Either.flatMap(transition(before), ({ events, rewrite }) =>
+          Either.map(rewrite(nextSeqs(events)), (after) => {
+            const rows = append(events)
+            requests.set(requestId, after.request)
+            if (after.grant !== undefined) {
+              approvals.set(after.grant.id, after.grant)
+            }
+            return { _tag: "Claimed", request: after.request, events: rows } as const
+          }))
       }),
     consume: (requestId, at, events) =>
       Effect.sync(() => {

@@ -158,8 +158,8 @@ export const make = (
       insertRequest: (request, events, covering) =>
         writeJoined("createRequest", newRequests, { request, events, covering }),
 
-      claimRequest: (operation, requestId, claim, events, rewrite) =>
-        writeJoined(operation, claims[claim._tag], { requestId, claim, events, rewrite }),
+      claimRequest: (operation, requestId, claim, transition) =>
+        writeJoined(operation, claims[claim._tag], { requestId, claim, transition }),
 
       // with no events, a spend alone is one statement
       consume: (requestId, at, events) =>

@@ -7,7 +7,8 @@ import type {
   Encoded,
   EventEncoded,
   EventRow,
-  RequestEncoded
+  RequestEncoded,
+  Transition
 } from "../../ApprovalStore.js"
 import type * as Batcher from "../sqlBatcher.js"
 import type { EntityRows } from "./sqlEntityRows.js"
@@ -48,8 +49,7 @@ export interface NewRequest {
 export interface ClaimInput {
   readonly requestId: string
   readonly claim: Claim
-  readonly events: ReadonlyArray<EventEncoded>
-  readonly rewrite: Parameters<Encoded["claimRequest"]>[4]
+  readonly transition: Parameters<Encoded["claimRequest"]>[3]
 }
 
 export const make = (options: {
@@ -290,11 +290,12 @@ export const make = (options: {
     run: (inputs) =>
       Effect.gen(function*() {
         if (inputs.length === 1) {
-          const { claim, events, requestId, rewrite } = inputs[0]!
+          const { claim, requestId, transition } = inputs[0]!
           const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
           if (before === undefined) return [yield* refused(requestId)]
+          const { events, rewrite } = yield* fromEither(transition(before))
           const rows = yield* appendEvents(events)
-          const after = yield* fromEither(rewrite(before, numbersOf(rows)))
+          const after = yield* fromEither(rewrite(numbersOf(rows)))
           yield* q.rewriteRequest(requestRow(after.request))
           if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
           return [{ _tag: "Claimed", request: after.request, events: rows }]
@@ -308,16 +309,19 @@ export const make = (options: {
         )
         const befores = yield* requestsOf(claimedRows)
         const beforeOf = new Map(claimedRows.map((row, i) => [row.request_id, befores[i]!]))
-        const rowsOf = yield* appendEach(
-          inputs.filter((input) => firsts.has(input) && beforeOf.has(input.requestId))
-        )
+        const claimed: Array<Transition & { readonly input: ClaimInput }> = []
+        for (const input of inputs) {
+          const before = firsts.has(input) ? beforeOf.get(input.requestId) : undefined
+          if (before !== undefined) claimed.push({ input, ...(yield* fromEither(input.transition(before))) })
+        }
+        const rowsOf = yield* appendEach(claimed)
         const afters = new Map<
           ClaimInput,
           { readonly request: RequestEncoded; readonly events: ReadonlyArray<EventRow> }
         >()
         const grants: Array<ApprovalEncoded> = []
-        for (const [input, events] of rowsOf) {
-          const after = yield* fromEither(input.rewrite(beforeOf.get(input.requestId)!, numbersOf(events)))
+        for (const [{ input, rewrite }, events] of rowsOf) {
+          const after = yield* fromEither(rewrite(numbersOf(events)))
           afters.set(input, { request: after.request, events })
           if (after.grant !== undefined) grants.push(after.grant)
         }
