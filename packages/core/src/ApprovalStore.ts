@@ -320,17 +320,16 @@ export type Claim =
 export type Continue<A, B> = (a: A, seqs: ReadonlyArray<number>) => Either.Either<B, ParseResult.ParseError>
 
 /**
- * A claimed request's transition: the events to append, and the row after them (with the session
- * approval it grants, if any), made once the events have their numbers.
+ * A claimed request's transition: the events to append, the row after them and, made once the
+ * events have their numbers, the session approval it grants.
  *
  * @since 0.1.0
  * @category driver
  */
 export interface Transition {
   readonly events: ReadonlyArray<EventEncoded>
-  readonly rewrite: (
-    seqs: ReadonlyArray<number>
-  ) => Either.Either<{ readonly request: RequestEncoded; readonly grant?: ApprovalEncoded }, ParseResult.ParseError>
+  readonly request: RequestEncoded
+  readonly grant?: ((seqs: ReadonlyArray<number>) => Either.Either<ApprovalEncoded, ParseResult.ParseError>) | undefined
 }
 
 /**
@@ -366,8 +365,8 @@ export interface Encoded {
   >
   /**
    * Conditional claim-and-rewrite: when the request meets `claim`, appends the events `transition`
-   * makes of the claimed row, rewrites the row as its `rewrite` says (and inserts the session
-   * approval it may return); otherwise writes nothing and returns the row as it is.
+   * makes of the claimed row, rewrites the row as it says (and inserts the session approval it may
+   * grant); otherwise writes nothing and returns the row as it is.
    */
   readonly claimRequest: (
     /** the store call, for errors */

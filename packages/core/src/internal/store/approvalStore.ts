@@ -130,24 +130,23 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       step: (request: ApprovalRequest) => Step
     ): Effect.Effect<ResolveResult, PersistenceError> =>
       Effect.gen(function*() {
-        // the grant of the rewrite that ran last: a merged batch that fails runs each call again
+        // the grant of the transition that ran last: a merged batch that fails runs each call again
         let granted: SessionApproval | undefined
         const result = yield* driver.claimRequest(operation, requestId, claim, (before) =>
           Either.flatMap(codecs.request.decode(before), (request) => {
             const { event, grant, next } = step(request)
-            return Either.map(codecs.event.encode(event), (encoded) => ({
-              events: [encoded],
-              rewrite: (seqs: ReadonlyArray<number>) =>
-                Either.flatMap(codecs.request.encode(next), (rewritten) => {
-                  granted = grant === undefined ? undefined : { ...grant, seq: seqs[0]! }
-                  return granted === undefined
-                    ? Either.right({ request: rewritten })
-                    : Either.map(
-                      codecs.approval.encode(granted),
-                      (approval) => ({ request: rewritten, grant: approval })
-                    )
-                })
-            }))
+            return Either.flatMap(codecs.event.encode(event), (encoded) =>
+              Either.map(codecs.request.encode(next), (rewritten) => {
+                granted = undefined
+                return {
+                  events: [encoded],
+                  request: rewritten,
+                  grant: grant === undefined ? undefined : (seqs: ReadonlyArray<number>) => {
+                    granted = { ...grant, seq: seqs[0]! }
+                    return codecs.approval.encode(granted)
+                  }
+                }
+              }))
           }))
         if (result._tag === "Claimed") {
           yield* hint(result.events)

@@ -101,14 +101,14 @@ export const makeMemoryDriver = (): Encoded => {
         if (before === undefined || !claims(claim, before)) {
           return Either.right({ _tag: "Refused", current: Option.fromNullable(before) } as const)
         }
-        return Either.flatMap(transition(before), ({ events, rewrite }) =>
-          Either.map(rewrite(nextSeqs(events)), (after) => {
+        return Either.flatMap(transition(before), ({ events, grant, request }) =>
+          Either.map(grant === undefined ? Either.right(undefined) : grant(nextSeqs(events)), (approval) => {
             const rows = append(events)
-            requests.set(requestId, after.request)
-            if (after.grant !== undefined) {
-              approvals.set(after.grant.id, after.grant)
+            requests.set(requestId, request)
+            if (approval !== undefined) {
+              approvals.set(approval.id, approval)
             }
-            return { _tag: "Claimed", request: after.request, events: rows } as const
+            return { _tag: "Claimed", request, events: rows } as const
           }))
       }),
     consume: (requestId, at, events) =>

@@ -60,9 +60,15 @@ export const make = (options: {
   readonly appendEach: <W extends { readonly events: ReadonlyArray<EventEncoded> }>(
     writes: ReadonlyArray<W>
   ) => Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure>
+  /** appends the events of claimed requests and rewrites the requests (one statement where it can) */
+  readonly appendRewriting: <
+    W extends { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
+  >(
+    writes: ReadonlyArray<W>
+  ) => Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure>
   readonly numbersOf: (rows: ReadonlyArray<EventRow>) => ReadonlyArray<number>
 }) => {
-  const { appendEach, appendEvents, numbersOf, q } = options
+  const { appendEach, appendEvents, appendRewriting, numbersOf, q } = options
   const { approvalRow, approvalsOf, decisionsOf, requestRow, requestsOf } = options.rows
 
   /** The request (it wins: the record of a call that needed approval) or the decision of a call id, in one read. */
@@ -293,12 +299,12 @@ export const make = (options: {
           const { claim, requestId, transition } = inputs[0]!
           const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
           if (before === undefined) return [yield* refused(requestId)]
-          const { events, rewrite } = yield* fromEither(transition(before))
-          const rows = yield* appendEvents(events)
-          const after = yield* fromEither(rewrite(numbersOf(rows)))
-          yield* q.rewriteRequest(requestRow(after.request))
-          if (after.grant !== undefined) yield* q.insertApproval(approvalRow(after.grant))
-          return [{ _tag: "Claimed", request: after.request, events: rows }]
+          const claimed = yield* fromEither(transition(before))
+          const rows = (yield* appendRewriting([claimed])).get(claimed)!
+          if (claimed.grant !== undefined) {
+            yield* q.insertApproval(approvalRow(yield* fromEither(claimed.grant(numbersOf(rows)))))
+          }
+          return [{ _tag: "Claimed", request: claimed.request, events: rows }]
         }
         const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
         const claimedRows = yield* q.claimMany[kind](
@@ -314,26 +320,17 @@ export const make = (options: {
           const before = firsts.has(input) ? beforeOf.get(input.requestId) : undefined
           if (before !== undefined) claimed.push({ input, ...(yield* fromEither(input.transition(before))) })
         }
-        const rowsOf = yield* appendEach(claimed)
-        const afters = new Map<
-          ClaimInput,
-          { readonly request: RequestEncoded; readonly events: ReadonlyArray<EventRow> }
-        >()
+        const rowsOf = yield* appendRewriting(claimed)
+        const afters = new Map<ClaimInput, ClaimResult>()
         const grants: Array<ApprovalEncoded> = []
-        for (const [{ input, rewrite }, events] of rowsOf) {
-          const after = yield* fromEither(rewrite(numbersOf(events)))
-          afters.set(input, { request: after.request, events })
-          if (after.grant !== undefined) grants.push(after.grant)
-        }
-        if (afters.size > 0) {
-          yield* q.rewriteRequests(Array.from(afters.values(), (after) => requestRow(after.request)))
+        for (const [{ grant, input, request }, events] of rowsOf) {
+          afters.set(input, { _tag: "Claimed", request, events })
+          if (grant !== undefined) grants.push(yield* fromEither(grant(numbersOf(events))))
         }
         if (grants.length > 0) yield* q.insertApprovals(grants.map(approvalRow))
         return yield* Effect.forEach(inputs, (input) => {
           const after = afters.get(input)
-          return after === undefined
-            ? refused(input.requestId)
-            : Effect.succeed<ClaimResult>({ _tag: "Claimed", request: after.request, events: after.events })
+          return after === undefined ? refused(input.requestId) : Effect.succeed(after)
         })
       })
   })

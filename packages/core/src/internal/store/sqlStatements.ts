@@ -99,6 +99,16 @@ export interface RequestRow extends Record<string, unknown> {
   readonly request: string
 }
 
+/** A request row's columns beside its event's, in a statement over both (see `insertEventsRewriting`). */
+export interface RewriteColumns extends Record<string, unknown> {
+  readonly rRequestId: string
+  readonly rStatus: string
+  readonly rExpiresAt: number
+  readonly rWarnedAt?: number | undefined
+  readonly rConsumedAt?: number | undefined
+  readonly rRequest: string
+}
+
 export interface DecisionRow extends Record<string, unknown> {
   readonly sessionKey: string
   readonly toolCallId: string
@@ -153,15 +163,32 @@ export const make = (
         WHERE request_id = v.column1 AND ${pending} AND ${condition(clockAt(bigint("column2")))}
         RETURNING request_id, request`
     )
-  /** PostgreSQL's numbered insert of events, returning their seqs (and notifying, given a channel). */
-  const insertNumbered = (count: number, values: Statement.Fragment) => {
+  /**
+   * PostgreSQL's numbered insert of events, returning their seqs (and notifying, given a channel);
+   * `also`: a data-modifying statement run with it, in the same round trip.
+   */
+  const insertNumbered = (count: number, values: Statement.Fragment, also?: Statement.Fragment) => {
     const insert = sql`INSERT INTO ${events} (seq, ${eventColumns}) VALUES ${values} RETURNING seq`
-    return notifyChannel === undefined
+    const alsoRun = also === undefined ? sql.literal("") : sql`, also AS (${also})`
+    return notifyChannel === undefined && also === undefined
       ? sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}) ${insert}`
-      : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}), inserted AS (${insert})
-        SELECT inserted.seq FROM inserted,
-          (SELECT pg_notify(${notifyChannel}, (SELECT MAX(seq) FROM inserted)::text)) AS notified`
+      : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}), inserted AS (${insert})${alsoRun}
+        SELECT inserted.seq FROM inserted${
+        notifyChannel === undefined
+          ? sql.literal("")
+          : sql`, (SELECT pg_notify(${notifyChannel}, (SELECT MAX(seq) FROM inserted)::text)) AS notified`
+      }`
   }
+  const numberedValues = (rows: ReadonlyArray<Slots<EventRow>>) =>
+    sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${eventValues(row)})`))
+  const rewriteRequestsOf = (rows: ReadonlyArray<Slots<RequestRow>>) =>
+    sql`UPDATE ${requests} SET status = v.column2, expires_at = ${bigint("column3")},
+        warned_at = ${bigint("column4")}, consumed_at = ${bigint("column5")}, request = v.column6
+        FROM (VALUES ${
+      sql.csv(rows.map((r) =>
+        sql`(${r.requestId}, ${r.status}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request})`
+      ))
+    }) AS v WHERE request_id = v.column1`
 
   return {
     lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
@@ -178,10 +205,28 @@ export const make = (
         ? sql`INSERT INTO ${events} (${eventColumns}) VALUES ${
           sql.csv(rows.map((row) => sql`(${eventValues(row)})`))
         } RETURNING seq`
-        : insertNumbered(
-          rows.length,
-          sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${eventValues(row)})`))
-        )
+        : insertNumbered(rows.length, numberedValues(rows))
+    ),
+
+    /**
+     * PostgreSQL: the events of claimed requests (one each) numbered and inserted, and those
+     * requests rewritten, in one statement (one round trip); returns the events' seqs.
+     */
+    insertEventsRewriting: statementOver<EventRow & RewriteColumns>((rows) =>
+      insertNumbered(
+        rows.length,
+        numberedValues(rows),
+        rewriteRequestsOf(rows.map((row) =>
+          ({
+            requestId: row.rRequestId,
+            status: row.rStatus,
+            expiresAt: row.rExpiresAt,
+            warnedAt: row.rWarnedAt,
+            consumedAt: row.rConsumedAt,
+            request: row.rRequest
+          }) as Slots<RequestRow>
+        ))
+      )
     ),
 
     // requested_seq: creation order, breaking ties between requests of the same millisecond. The
@@ -267,15 +312,7 @@ export const make = (
     },
 
     /** `rewriteRequest` for several requests in one statement. */
-    rewriteRequests: statementOver<RequestRow>((rows) =>
-      sql`UPDATE ${requests} SET status = v.column2, expires_at = ${bigint("column3")},
-        warned_at = ${bigint("column4")}, consumed_at = ${bigint("column5")}, request = v.column6
-        FROM (VALUES ${
-        sql.csv(rows.map((r) =>
-          sql`(${r.requestId}, ${r.status}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request})`
-        ))
-      }) AS v WHERE request_id = v.column1`
-    ),
+    rewriteRequests: statementOver<RequestRow>(rewriteRequestsOf),
 
     /** `insertApproval` for several approvals in one statement. */
     insertApprovals: statementOver<ApprovalRow>((rows) =>
