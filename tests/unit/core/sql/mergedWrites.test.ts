@@ -11,7 +11,7 @@ import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { AuditEvent, SessionApproval } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, type Layer, Schema } from "effect"
+import { Cause, Effect, Exit, type Layer, Schema } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgStore, sqliteStore } from "../../../support/sqlStores.js"
@@ -70,6 +70,30 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
         expect(events).toHaveLength(8 + 16)
         const seqOf = new Map<string, number>(events.map((e) => [e.requestId!, e.seq]))
         for (const row of rows) expect(Number(row.requested_seq)).toBe(seqOf.get(row.request_id)!)
+      }))
+
+    it.scoped("a request id another call holds: that request dies and writes nothing, alone or beside others", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* open(layer())
+        const held = request(600, { sessionKey: "ids" })
+        yield* store.createRequest(held, requested(held))
+        const taken = { ...request(601, { sessionKey: "ids" }), requestId: held.requestId }
+        const alone = yield* Effect.exit(store.createRequest(taken, requested(taken)))
+        expect(Exit.isFailure(alone) && Cause.isDie(alone.cause)).toBe(true)
+        const others = Array.from({ length: 7 }, (_, n) => request(610 + n, { sessionKey: "ids" }))
+        const exits = yield* Effect.forEach(
+          [taken, ...others],
+          (ask) => Effect.zipRight(Effect.yieldNow(), Effect.exit(store.createRequest(ask, requested(ask)))),
+          { concurrency: "unbounded" }
+        )
+        expect(Exit.isFailure(exits[0]!) && Cause.isDie(exits[0]!.cause)).toBe(true)
+        exits.slice(1).forEach((exit) => expect(Exit.isSuccess(exit) && exit.value._tag).toBe("Created"))
+        const events = yield* store.events()
+        expect(events.map((e) => e.toolCallId)).toEqual([held, ...others].map((ask) => ask.toolCall.id))
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, n) => n + 1))
+        const rows = yield* sql<{ tool_call_id: string }>`
+          SELECT tool_call_id FROM toolgate_requests WHERE request_id = ${held.requestId}`
+        expect(rows).toEqual([{ tool_call_id: held.toolCall.id }])
       }))
 
     it.scoped("answers in flight: each request resolved once (the first claim wins), session grants written with theirs", () =>

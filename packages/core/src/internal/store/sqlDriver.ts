@@ -122,40 +122,72 @@ export const make = (
         return rowsOf
       })
 
+    type RequestWrite = { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
+    /** PostgreSQL with one event per request: the statements that write both in one round trip apply. */
+    const foldsWithRequests = (writes: ReadonlyArray<RequestWrite>) =>
+      !isSqlite && writes.every((write) => write.events.length === 1)
+
+    /**
+     * PostgreSQL: each write's one event numbered and written by `statement` beside its request's
+     * columns; the statement's rows and each write's own event rows.
+     */
+    const numberedWithRequests = <W extends RequestWrite>(
+      statement: (
+        rows: ReadonlyArray<Statements.EventRow & Statements.RequestColumns>
+      ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
+      writes: ReadonlyArray<W>
+    ) =>
+      Effect.gen(function*() {
+        const rows = yield* statement(writes.map((write) => ({
+          ...eventRow(write.events[0]!),
+          ...Statements.requestColumns(entityRows.requestRow(write.request))
+        })))
+        const seqs = yield* seqsOf(rows)
+        if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
+        const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
+          writes.map((write, i) => [write, [{ seq: seqs[i]!, ...write.events[0]! } as EventRow]])
+        )
+        return { rows, rowsOf }
+      })
+
     /**
      * Appends the events of claimed requests and rewrites those requests; each write's own event
      * rows back. On PostgreSQL, when each claim has one event, in one statement (one round trip).
      */
-    const appendRewriting = <
-      W extends { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
-    >(
+    const appendRewriting = <W extends RequestWrite>(
       writes: ReadonlyArray<W>
     ): Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure> =>
-      isSqlite || writes.some((write) => write.events.length !== 1)
-        ? Effect.tap(appendEach(writes), () =>
-          writes.length === 0
-            ? Effect.void
-            : q.rewriteRequests(writes.map((write) => entityRows.requestRow(write.request))))
+      writes.length === 0
+        ? Effect.succeed(new Map())
+        : foldsWithRequests(writes)
+        ? Effect.map(numberedWithRequests(q.insertEventsRewriting, writes), ({ rowsOf }) => rowsOf)
+        : Effect.tap(
+          appendEach(writes),
+          () => q.rewriteRequests(writes.map((write) => entityRows.requestRow(write.request)))
+        )
+
+    /**
+     * Inserts new requests with their events, each request's `requested_seq` the seq of its first
+     * event; each write's own event rows back, or `None` when a request id was taken (nothing of
+     * it may commit). On PostgreSQL, when each request has one event, in one statement.
+     */
+    const insertRequests = <W extends RequestWrite>(
+      writes: ReadonlyArray<W>
+    ): Effect.Effect<Option.Option<Map<W, ReadonlyArray<EventRow>>>, Failure> =>
+      writes.length === 0
+        ? Effect.succeed(Option.some(new Map()))
+        : foldsWithRequests(writes)
+        ? Effect.map(
+          numberedWithRequests(q.insertRequestsNumbered, writes),
+          ({ rows, rowsOf }) => Number(rows[0]?.also_rows) === writes.length ? Option.some(rowsOf) : Option.none()
+        )
         : Effect.gen(function*() {
-          const seqs = yield* Effect.flatMap(
-            q.insertEventsRewriting(writes.map((write) => {
-              const request = entityRows.requestRow(write.request)
-              return {
-                ...eventRow(write.events[0]!),
-                rRequestId: request.requestId,
-                rStatus: request.status,
-                rExpiresAt: request.expiresAt,
-                rWarnedAt: request.warnedAt,
-                rConsumedAt: request.consumedAt,
-                rRequest: request.request
-              }
-            })),
-            seqsOf
-          )
-          if (notifyChannel === undefined) {
-            yield* feed.onCommit(seqs[seqs.length - 1]!)
-          }
-          return new Map(writes.map((write, i) => [write, [{ seq: seqs[i]!, ...write.events[0]! } as EventRow]]))
+          const rowsOf = yield* appendEach(writes)
+          const inserted = yield* q.insertRequests(writes.map((write) => ({
+            ...entityRows.requestRow(write.request),
+            requestedSeq: rowsOf.get(write)![0]!.seq
+          })))
+          return inserted.length === writes.length ? Option.some(rowsOf) : Option.none()
         })
 
     const requestByCall = (sessionKey: string, toolCallId: string) =>
@@ -177,6 +209,7 @@ export const make = (
       appendEvents,
       appendEach,
       appendRewriting,
+      insertRequests,
       numbersOf,
       rows: entityRows
     })

@@ -66,10 +66,16 @@ export const make = (options: {
   >(
     writes: ReadonlyArray<W>
   ) => Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure>
+  /** inserts new requests with their events; `None` when a request id was taken */
+  readonly insertRequests: <
+    W extends { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
+  >(
+    writes: ReadonlyArray<W>
+  ) => Effect.Effect<Option.Option<Map<W, ReadonlyArray<EventRow>>>, Failure>
   readonly numbersOf: (rows: ReadonlyArray<EventRow>) => ReadonlyArray<number>
 }) => {
-  const { appendEach, appendEvents, appendRewriting, numbersOf, q } = options
-  const { approvalRow, approvalsOf, decisionsOf, requestRow, requestsOf } = options.rows
+  const { appendEach, appendEvents, appendRewriting, insertRequests, numbersOf, q } = options
+  const { approvalRow, approvalsOf, decisionsOf, requestsOf } = options.rows
 
   /** The request (it wins: the record of a call that needed approval) or the decision of a call id, in one read. */
   const recordOf = (rows: ReadonlyArray<Record<string, unknown>>): Effect.Effect<
@@ -221,17 +227,21 @@ export const make = (options: {
     run: (inputs) =>
       Effect.gen(function*() {
         if (inputs.length === 1) {
-          const { covering, events, request } = inputs[0]!
-          const call = request.toolCall
-          const recorded = yield* recordedByCall(call.sessionKey, call.id)
-          const active = Option.isSome(recorded) ? [] : yield* Effect.flatMap(
-            q.activeGrants({ sessionKey: call.sessionKey, toolName: call.name.toLowerCase(), at: request.createdAt }),
-            approvalsOf
-          )
-          const found = yield* foundFor(recorded, active, covering)
+          const input = inputs[0]!
+          const call = input.request.toolCall
+          const rows = yield* q.recordedOrCovering({
+            sessionKey: call.sessionKey,
+            toolCallId: call.id,
+            toolName: call.name.toLowerCase(),
+            at: input.request.createdAt
+          })
+          const recorded = yield* recordOf(rows.filter((row) => row.approval === null))
+          const active = Option.isSome(recorded) ? [] : yield* approvalsOf(rows.filter((row) => row.approval !== null))
+          const found = yield* foundFor(recorded, active, input.covering)
           if (found !== undefined) return [found]
-          if ((yield* q.insertRequest(requestRow(request))).length === 0) return yield* reuseOf(request.requestId)
-          return [{ _tag: "Inserted", events: yield* appendEvents(events) }]
+          const inserted = yield* insertRequests([input])
+          if (Option.isNone(inserted)) return yield* reuseOf(input.request.requestId)
+          return [{ _tag: "Inserted", events: inserted.value.get(input)! }]
         }
         const callOf = (input: NewRequest) => input.request.toolCall
         const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
@@ -260,14 +270,11 @@ export const make = (options: {
           if (found === undefined) toMake.push(input)
           else results.set(input, found)
         }
-        const rowsOf = yield* appendEach(toMake)
-        const inserted = yield* q.insertRequests(
-          toMake.map((input) => ({ ...requestRow(input.request), requestedSeq: rowsOf.get(input)![0]!.seq }))
-        )
+        const inserted = yield* insertRequests(toMake)
         // writers are serialized and the batch's call ids were read above: only a request id
         // already taken is left (the batch then runs call by call, and that call alone dies)
-        if (inserted.length !== toMake.length) return yield* reuseOf("of this batch")
-        for (const [input, events] of rowsOf) results.set(input, { _tag: "Inserted", events })
+        if (Option.isNone(inserted)) return yield* reuseOf("of this batch")
+        for (const [input, events] of inserted.value) results.set(input, { _tag: "Inserted", events })
         return yield* Effect.forEach(inputs, (input) => {
           const result = results.get(input)
           return result !== undefined ? Effect.succeed(result) : Effect.flatMap(

@@ -99,15 +99,34 @@ export interface RequestRow extends Record<string, unknown> {
   readonly request: string
 }
 
-/** A request row's columns beside its event's, in a statement over both (see `insertEventsRewriting`). */
-export interface RewriteColumns extends Record<string, unknown> {
+/**
+ * A request row's columns beside its event's, in a statement over both (`insertEventsRewriting`,
+ * `insertRequestsNumbered`).
+ */
+export interface RequestColumns extends Record<string, unknown> {
   readonly rRequestId: string
+  readonly rSessionKey: string
+  readonly rToolCallId: string
   readonly rStatus: string
+  readonly rCreatedAt: number
   readonly rExpiresAt: number
   readonly rWarnedAt?: number | undefined
   readonly rConsumedAt?: number | undefined
   readonly rRequest: string
 }
+
+/** A request row's columns, renamed to sit beside its event's. */
+export const requestColumns = (r: RequestRow): RequestColumns => ({
+  rRequestId: r.requestId,
+  rSessionKey: r.sessionKey,
+  rToolCallId: r.toolCallId,
+  rStatus: r.status,
+  rCreatedAt: r.createdAt,
+  rExpiresAt: r.expiresAt,
+  rWarnedAt: r.warnedAt,
+  rConsumedAt: r.consumedAt,
+  rRequest: r.request
+})
 
 export interface DecisionRow extends Record<string, unknown> {
   readonly sessionKey: string
@@ -165,15 +184,18 @@ export const make = (
     )
   /**
    * PostgreSQL's numbered insert of events, returning their seqs (and notifying, given a channel);
-   * `also`: a data-modifying statement run with it, in the same round trip.
+   * `also`: a data-modifying statement with `RETURNING` run with it, in the same round trip (the
+   * number of rows it returned comes back as `also_rows`).
    */
   const insertNumbered = (count: number, values: Statement.Fragment, also?: Statement.Fragment) => {
     const insert = sql`INSERT INTO ${events} (seq, ${eventColumns}) VALUES ${values} RETURNING seq`
-    const alsoRun = also === undefined ? sql.literal("") : sql`, also AS (${also})`
+    const [alsoRun, alsoRows] = also === undefined
+      ? [sql.literal(""), sql.literal("")]
+      : [sql`, also AS (${also})`, sql.literal(", (SELECT COUNT(*) FROM also) AS also_rows")]
     return notifyChannel === undefined && also === undefined
       ? sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}) ${insert}`
       : sql`WITH ${sql(nextSeq)} AS (${takeSeqs(count)}), inserted AS (${insert})${alsoRun}
-        SELECT inserted.seq FROM inserted${
+        SELECT inserted.seq${alsoRows} FROM inserted${
         notifyChannel === undefined
           ? sql.literal("")
           : sql`, (SELECT pg_notify(${notifyChannel}, (SELECT MAX(seq) FROM inserted)::text)) AS notified`
@@ -181,6 +203,18 @@ export const make = (
   }
   const numberedValues = (rows: ReadonlyArray<Slots<EventRow>>) =>
     sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${eventValues(row)})`))
+  // requested_seq: creation order, breaking ties between requests of the same millisecond: the seq
+  // of the request's `approval.requested` event
+  const insertRequestsOf = (rows: ReadonlyArray<readonly [Slots<RequestRow>, unknown]>) =>
+    sql`INSERT INTO ${requests}
+        (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
+        VALUES ${
+      sql.csv(
+        rows.map(([r, requestedSeq]) =>
+          sql`(${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request}, ${requestedSeq})`
+        )
+      )
+    } ON CONFLICT DO NOTHING RETURNING request_id`
   const rewriteRequestsOf = (rows: ReadonlyArray<Slots<RequestRow>>) =>
     sql`UPDATE ${requests} SET status = v.column2, expires_at = ${bigint("column3")},
         warned_at = ${bigint("column4")}, consumed_at = ${bigint("column5")}, request = v.column6
@@ -188,7 +222,7 @@ export const make = (
       sql.csv(rows.map((r) =>
         sql`(${r.requestId}, ${r.status}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request})`
       ))
-    }) AS v WHERE request_id = v.column1`
+    }) AS v WHERE request_id = v.column1 RETURNING request_id`
 
   return {
     lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
@@ -212,7 +246,7 @@ export const make = (
      * PostgreSQL: the events of claimed requests (one each) numbered and inserted, and those
      * requests rewritten, in one statement (one round trip); returns the events' seqs.
      */
-    insertEventsRewriting: statementOver<EventRow & RewriteColumns>((rows) =>
+    insertEventsRewriting: statementOver<EventRow & RequestColumns>((rows) =>
       insertNumbered(
         rows.length,
         numberedValues(rows),
@@ -227,18 +261,6 @@ export const make = (
           }) as Slots<RequestRow>
         ))
       )
-    ),
-
-    // requested_seq: creation order, breaking ties between requests of the same millisecond. The
-    // next seq, read while this writer holds the write lock: the seq of the request's
-    // `approval.requested` event (seq is gap-free; only a deleted tail of the log would make it
-    // lower, still in creation order).
-    insertRequest: statement<RequestRow>((r) =>
-      sql`INSERT INTO ${requests}
-        (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
-        VALUES (${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt},
-          ${r.warnedAt}, ${r.consumedAt}, ${r.request}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ${events}))
-        ON CONFLICT DO NOTHING RETURNING request_id`
     ),
 
     rewriteRequest: statement<RequestRow>((r) =>
@@ -259,6 +281,20 @@ export const make = (
         UNION ALL SELECT NULL, decision FROM ${decisions} WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}`
     ),
 
+    /**
+     * The records of a call id and the session's approvals for its tool active on the store's
+     * clock at `at`, in one read (a row has one of `request`, `decision`, `approval`).
+     */
+    recordedOrCovering: statement<{ sessionKey: string; toolCallId: string; toolName: string; at: number }>((p) =>
+      sql`SELECT request, NULL AS decision, NULL AS approval FROM ${requests}
+          WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}
+        UNION ALL SELECT NULL, decision, NULL FROM ${decisions}
+          WHERE session_key = ${p.sessionKey} AND tool_call_id = ${p.toolCallId}
+        UNION ALL SELECT NULL, NULL, approval FROM ${approvals}
+          WHERE session_key = ${p.sessionKey} AND tool_name = ${p.toolName}
+          AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.at)})`
+    ),
+
     /** The records of several call ids in one read, with the call ids they belong to. */
     recordedByCalls: statementOver<{ sessionKey: string; toolCallId: string }>((calls) => {
       const pairs = sql.csv(calls.map((call) => sql`(${call.sessionKey}, ${call.toolCallId})`))
@@ -273,15 +309,30 @@ export const make = (
      * `approval.requested` event, written just before); returns the ids inserted.
      */
     insertRequests: statementOver<RequestRow & { readonly requestedSeq: number }>((rows) =>
-      sql`INSERT INTO ${requests}
-        (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
-        VALUES ${
-        sql.csv(
-          rows.map((r) =>
-            sql`(${r.requestId}, ${r.sessionKey}, ${r.toolCallId}, ${r.status}, ${r.createdAt}, ${r.expiresAt}, ${r.warnedAt}, ${r.consumedAt}, ${r.request}, ${r.requestedSeq})`
-          )
-        )
-      } ON CONFLICT DO NOTHING RETURNING request_id`
+      insertRequestsOf(rows.map((r) => [r, r.requestedSeq]))
+    ),
+
+    /**
+     * PostgreSQL: requests with their events (one each) numbered and inserted, each request's
+     * `requested_seq` its event's seq, in one statement (one round trip). Returns the events'
+     * seqs, and as `also_rows` how many requests were inserted.
+     */
+    insertRequestsNumbered: statementOver<EventRow & RequestColumns>((rows) =>
+      insertNumbered(
+        rows.length,
+        numberedValues(rows),
+        insertRequestsOf(rows.map((row, i) => [{
+          requestId: row.rRequestId,
+          sessionKey: row.rSessionKey,
+          toolCallId: row.rToolCallId,
+          status: row.rStatus,
+          createdAt: row.rCreatedAt,
+          expiresAt: row.rExpiresAt,
+          warnedAt: row.rWarnedAt,
+          consumedAt: row.rConsumedAt,
+          request: row.rRequest
+        } as Slots<RequestRow>, lastTaken(rows.length - 1 - i)]))
+      )
     ),
 
     /**
