@@ -254,6 +254,13 @@ export interface Service {
   readonly events: (query?: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
   readonly lastSeq: Effect.Effect<number, PersistenceError>
   /**
+   * The log after `afterSeq` (at most `limit` events) for a reader woken by `subscribe`: what
+   * `events` gives, except that the commits after the newest hint may be left for the next hint.
+   * When this process's own latest commits hold every event up to that hint, they are returned
+   * without a read.
+   */
+  readonly tail: (afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
+  /**
    * Hints that something may have been committed (by any process the store can observe). Readers
    * then read the log after what they have seen; a hint may be coalesced, repeated or spurious.
    * It carries the newest sequence number this process knows of, which for another process's

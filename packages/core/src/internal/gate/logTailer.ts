@@ -54,7 +54,7 @@ export const make = (options: {
 
   const catchUp = Effect.gen(function*() {
     while (true) {
-      const events = yield* store.events({ afterSeq: seq, limit: PAGE })
+      const events = yield* store.tail(seq, PAGE)
       if (events.length === 0) break
       for (const event of events) {
         if (event.requestId !== undefined && WAKING_EVENTS.has(event.type) && waiters.has(event.requestId)) {

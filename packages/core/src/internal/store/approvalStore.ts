@@ -16,6 +16,7 @@ import type { Recorded as RecordedDecision } from "../../Decision.js"
 import { covers, type SessionApproval } from "../../SessionApproval.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Codecs from "./codecs.js"
+import * as OwnTail from "./ownTail.js"
 
 /**
  * The approval store's typed logic, once for every driver: the request transitions (resolve,
@@ -86,8 +87,10 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         if (Option.getOrElse(queue.unsafeSize(), () => 0) <= 0) queue.unsafeOffer(seq)
       }
     }
+    const ownTail = OwnTail.make()
     /** After a commit: the last seq it wrote, if any. */
     const notify = (rows: ReadonlyArray<Codecs.EventRow> | undefined) => {
+      if (rows !== undefined) ownTail.remember(written(rows))
       const seq = rows?.[rows.length - 1]?.seq
       if (seq === undefined || seq <= known) return
       known = seq
@@ -98,6 +101,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
     // signal naming a seq already hinted is this process's own commit (or one before it: seqs
     // follow commit order), which readers read or are about to.
     const signalled = (seq: number | undefined) => {
+      if (seq === undefined) ownTail.unsure()
       if (seq !== undefined && seq <= known) return
       if (seq !== undefined) known = seq
       offer(known)
@@ -365,6 +369,8 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         ),
 
       lastSeq: driver.lastSeq,
+
+      tail: (afterSeq, limit) => ownTail.after(afterSeq, known, limit, store.events({ afterSeq, limit })),
 
       subscribe: Effect.gen(function*() {
         const queue = yield* Effect.acquireRelease(
