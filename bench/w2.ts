@@ -25,6 +25,12 @@ const percentile = (xs: Array<number>, p: number) => {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 1000) / 1000
 }
 
+/** This process's CPU time since `since`, in ms per operation. */
+const cpuMsPer = (since: NodeJS.CpuUsage, operations: number) => {
+  const used = process.cpuUsage(since)
+  return Math.round((used.user + used.system) / operations) / 1000
+}
+
 const bash = (id: string) => ({ id, name: "bash", sessionKey: "w2", args: { command: `make ${id}` } })
 
 const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
@@ -35,6 +41,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     const pauses: Array<number> = []
     const resumes: Array<number> = []
     let start = performance.now()
+    let cpu = process.cpuUsage()
     for (let i = 0; i < SEQUENTIAL; i++) {
       const t0 = performance.now()
       const paused = yield* gate.authorize(bash(`seq-${i}`))
@@ -48,9 +55,11 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
       resumes.push(t3 - t2)
     }
     const sequential = SEQUENTIAL / ((performance.now() - start) / 1000)
+    const sequentialCpu = cpuMsPer(cpu, SEQUENTIAL)
     console.error(`sequential: ${Math.round(sequential)} round trips/s`)
 
     start = performance.now()
+    cpu = process.cpuUsage()
     const afterSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
     const responder = yield* gate.auditLog({ afterSeq }).pipe(
       Stream.filter((e) => e.type === "approval.requested"),
@@ -76,10 +85,12 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     )
     yield* Fiber.join(responder)
     const concurrent = CONCURRENT / ((performance.now() - start) / 1000)
+    const concurrentCpu = cpuMsPer(cpu, CONCURRENT)
 
     // all in flight again, each round trip answering its own request (as the peers' scripts run
     // theirs): the answers are in flight too, so group commit takes them together
     start = performance.now()
+    cpu = process.cpuUsage()
     yield* Effect.forEach(
       Array.from({ length: CONCURRENT }, (_, i) => bash(`self-${i}`)),
       (call) =>
@@ -92,10 +103,15 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
       { concurrency: "unbounded", discard: true }
     )
     const selfApproved = CONCURRENT / ((performance.now() - start) / 1000)
+    const selfApprovedCpu = cpuMsPer(cpu, CONCURRENT)
     return {
       sequentialRoundTripsPerSec: Math.round(sequential),
       concurrentRoundTripsPerSec: Math.round(concurrent),
       concurrentSelfApprovedRoundTripsPerSec: Math.round(selfApproved),
+      // this process's CPU (the database server's not included), so runs on a busy machine compare
+      sequentialCpuMsPerRoundTrip: sequentialCpu,
+      concurrentCpuMsPerRoundTrip: concurrentCpu,
+      concurrentSelfApprovedCpuMsPerRoundTrip: selfApprovedCpu,
       pauseP50ms: percentile(pauses, 0.5),
       pauseP99ms: percentile(pauses, 0.99),
       resumeP50ms: percentile(resumes, 0.5),

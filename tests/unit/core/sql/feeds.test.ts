@@ -52,6 +52,39 @@ describe("change feeds across store instances", () => {
     }), 30_000)
 })
 
+describe("change feeds and this instance's own commits", () => {
+  it.live(
+    "SQLite: the file's change after the instance's own commit hints no reader again; another's does",
+    () =>
+      Effect.gen(function*() {
+        const file = join(yield* tempDir, "toolgate.db")
+        const instance = () =>
+          open(
+            SqlApprovalStore.layer({ clock: "caller" }).pipe(
+              Layer.provide(ToolGateSqlite.layerFileFeed(file, noFallback)),
+              Layer.provideMerge(sqliteClient(file))
+            )
+          )
+        const [own, other] = yield* Effect.all([instance(), instance()])
+        const hints = yield* own!.store.subscribe
+        // the file watch starts with the subscription: let its first signals pass
+        yield* Effect.sleep("200 millis")
+        yield* Queue.takeAll(hints)
+        for (let n = 1; n <= 5; n++) {
+          yield* own!.store.append([decision(n)])
+          // the commit's own hint, then nothing more once the watch has seen the file change
+          expect(yield* Queue.take(hints)).toBe(n)
+          yield* Effect.sleep("100 millis")
+          expect(yield* Queue.size(hints)).toBe(0)
+        }
+        yield* other!.store.append([decision(6)])
+        const woken = yield* Queue.take(hints).pipe(Effect.timeout("5 seconds"), Effect.option)
+        expect(Option.isSome(woken)).toBe(true)
+      }),
+    30_000
+  )
+})
+
 describePostgres("change feed tests", (url) =>
   describe("change feeds across store instances (postgres)", () => {
     it.live("PostgreSQL: LISTEN/NOTIFY wakes another instance's subscriber on a commit", () =>

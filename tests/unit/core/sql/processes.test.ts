@@ -9,7 +9,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { SqlApprovalStore } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Chunk, Deferred, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
+import { Chunk, Deferred, Effect, Layer, Option, Queue, Ref, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -186,19 +186,16 @@ describe("SqlApprovalStore change feed", () => {
       expect(yield* Queue.size(started)).toBe(0)
     }))
 
-  it.live("a signal naming a seq already hinted wakes no reader; a later seq or an unknown one does", () =>
+  it.live("a signal naming a seq already hinted wakes no reader; a later seq does, and an unknown one once another connection committed", () =>
     Effect.gen(function*() {
       const signals = yield* Queue.unbounded<number | undefined>()
-      const feed = Layer.succeed(SqlApprovalStore.SqlChangeFeed, {
-        onCommit: () => Effect.void,
-        changes: Stream.fromQueue(signals)
-      })
-      const { store } = yield* open(
-        SqlApprovalStore.layer().pipe(
-          Layer.provide(feed),
-          Layer.provideMerge(sqliteClient(join(yield* tempDir, "toolgate.db")))
-        )
-      )
+      const feedOf = (changes: Stream.Stream<number | undefined>) =>
+        Layer.succeed(SqlApprovalStore.SqlChangeFeed, { onCommit: () => Effect.void, changes })
+      const file = join(yield* tempDir, "toolgate.db")
+      const storeOn = (changes: Stream.Stream<number | undefined>) =>
+        open(SqlApprovalStore.layer().pipe(Layer.provide(feedOf(changes)), Layer.provideMerge(sqliteClient(file))))
+      const { store } = yield* storeOn(Stream.fromQueue(signals))
+      const other = yield* storeOn(Stream.never)
       yield* Effect.scoped(Effect.gen(function*() {
         const hints = yield* store.subscribe
         yield* store.append([decision(1)])
@@ -208,6 +205,13 @@ describe("SqlApprovalStore change feed", () => {
         yield* Queue.offer(signals, 1)
         yield* Queue.offer(signals, 7)
         expect(yield* Queue.take(hints).pipe(Effect.timeout("5 seconds"))).toBe(7)
+        // a signal naming no seq after this connection's own commit only (a file watch seeing it;
+        // the commit hints nothing itself: its seq is below the 7 already hinted)
+        yield* store.append([decision(2)])
+        yield* Queue.offer(signals, undefined)
+        expect(yield* Queue.take(hints).pipe(Effect.timeout("300 millis"), Effect.option)).toEqual(Option.none())
+        // ... and after another connection's commit
+        yield* other.store.append([decision(3)])
         yield* Queue.offer(signals, undefined)
         expect(yield* Queue.take(hints).pipe(Effect.timeout("5 seconds"))).toBe(7)
       }))

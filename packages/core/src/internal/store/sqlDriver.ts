@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Effect, Option, type ParseResult } from "effect"
+import { Effect, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalEncoded, Encoded, EventEncoded, EventRow, RequestEncoded } from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
@@ -222,6 +222,17 @@ export const make = (
 
     // --- the driver -------------------------------------------------------------------------------
 
+    // SQLite: a signal naming no seq (a watch on the file, a poll) stands for another connection's
+    // commit only when the database's data_version moved; this connection's own commits leave it
+    // as it was, so they wake no reader twice.
+    const dataVersion = read("changes", Effect.map(exec("PRAGMA data_version", []), (rows) => rows[0]?.data_version))
+    let lastVersion = isSqlite ? yield* Effect.orElseSucceed(dataVersion, () => undefined) : undefined
+    const changedElsewhere = Effect.map(dataVersion, (version) => {
+      const changed = version === undefined || version !== lastVersion
+      lastVersion = version
+      return changed
+    }).pipe(Effect.orElseSucceed(() => true))
+
     const driver: Encoded = {
       append: (events, then) => Effect.map(write("append", appendEvents(events)), then),
 
@@ -376,7 +387,9 @@ export const make = (
 
       lastSeq: read("lastSeq", Effect.map(Effect.flatMap(q.lastSeq({}), seqsOf), (seqs) => seqs[0] ?? 0)),
 
-      changes: feed.changes,
+      changes: isSqlite
+        ? Stream.filterEffect(feed.changes, (seq) => seq === undefined ? changedElsewhere : Effect.succeed(true))
+        : feed.changes,
       returnsWhatItWasGiven: false
     }
     return driver
