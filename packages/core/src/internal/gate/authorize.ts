@@ -3,7 +3,7 @@
  * decision, or the approval request it needs), then answered from the record (replay by call id,
  * `replay.ts`). `gate` waits for a human between two `authorize`s of the same call.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Exit, Option } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { ApprovalStore, CreateResult, Recorded, RecordResult } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
@@ -69,29 +69,36 @@ export const make = (options: {
    * `authorize`: judges the call and records the judgement, or replays the record its id has.
    * Written as plain steps, not a generator: this is the path of every call.
    */
-  const authorize = (input: ToolCall.ToolCallInput): Replayed =>
-    Effect.flatMap(decodeCall(input), (call) =>
-      Effect.clockWith((clock) => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const args = ToolCall.canonicalArgs(call.args)
-        // With hooks the record is read first, so that a replay (which judges nothing) never
-        // reaches them. Without, the call is judged first: a decision's insert finds any record its
-        // id has (one store call, not two). A call that needs a human is read first all the same:
-        // it is most often asked again once answered, and a read is cheaper than a request's write.
-        if (options.hooked) {
-          return Effect.flatMap(
-            store.findRecorded(call.sessionKey, call.id),
-            (found) =>
-              Option.isSome(found)
-                ? replay(call, args, found.value, now)
-                : Effect.flatMap(judge(call, now), (judgement) => settle(call, args, judgement, now, 1))
-          )
-        }
-        const judgement = judgeNow(call, now)
-        return judgement !== undefined
-          ? judged(call, args, judgement, now)
-          : Effect.flatMap(judge(call, now), (judgement) => judged(call, args, judgement, now))
-      }))
+  const authorize = (input: ToolCall.ToolCallInput): Replayed => {
+    const decoded = decodeCall(input)
+    // a well-formed call is decoded at once, into an exit: no step to read it
+    return Exit.isExit(decoded) && Exit.isSuccess(decoded)
+      ? authorizeCall((decoded as Exit.Success<ToolCall.ToolCall, CallError>).value)
+      : Effect.flatMap(decoded, authorizeCall)
+  }
+
+  const authorizeCall = (call: ToolCall.ToolCall): Replayed =>
+    Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const args = ToolCall.canonicalArgs(call.args)
+      // With hooks the record is read first, so that a replay (which judges nothing) never
+      // reaches them. Without, the call is judged first: a decision's insert finds any record its
+      // id has (one store call, not two). A call that needs a human is read first all the same:
+      // it is most often asked again once answered, and a read is cheaper than a request's write.
+      if (options.hooked) {
+        return Effect.flatMap(
+          store.findRecorded(call.sessionKey, call.id),
+          (found) =>
+            Option.isSome(found)
+              ? replay(call, args, found.value, now)
+              : Effect.flatMap(judge(call, now), (judgement) => settle(call, args, judgement, now, 1))
+        )
+      }
+      const judgement = judgeNow(call, now)
+      return judgement !== undefined
+        ? judged(call, args, judgement, now)
+        : Effect.flatMap(judge(call, now), (judgement) => judged(call, args, judgement, now))
+    })
 
   /** A call judged without hooks: recorded, unless it needs a human and its id is on record. */
   const judged = (call: ToolCall.ToolCall, args: string, judgement: Judgement, now: number): Replayed =>
