@@ -69,13 +69,15 @@ export const make = (options: {
    * `authorize`: judges the call and records the judgement, or replays the record its id has.
    * Written as plain steps, not a generator: this is the path of every call.
    */
-  const authorize = (input: ToolCall.ToolCallInput): Replayed => {
-    const decoded = decodeCall(input)
-    // a well-formed call is decoded at once, into an exit: no step to read it
-    return Exit.isExit(decoded) && Exit.isSuccess(decoded)
-      ? authorizeCall((decoded as Exit.Success<ToolCall.ToolCall, CallError>).value)
-      : Effect.flatMap(decoded, authorizeCall)
-  }
+  const authorize = (input: ToolCall.ToolCallInput): Replayed =>
+    // the input is read when the effect runs, as any effect would
+    Effect.suspend(() => {
+      const decoded = decodeCall(input)
+      // a well-formed call is decoded at once, into an exit: no step to read it
+      return Exit.isExit(decoded) && Exit.isSuccess(decoded)
+        ? authorizeCall((decoded as Exit.Success<ToolCall.ToolCall, CallError>).value)
+        : Effect.flatMap(decoded, authorizeCall)
+    })
 
   const authorizeCall = (call: ToolCall.ToolCall): Replayed =>
     Effect.clockWith((clock) => {
