@@ -272,9 +272,10 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           const alternating = crowded || (lastWriter !== undefined && lastWriter !== fiber)
           lastWriter = fiber
           if (!alternating) return runAlone(job)
-          // Writes from alternating fibers: many callers are likely in flight. This one lets the
-          // other runnable fibers go first, so the calls they make queue behind it and commit with
-          // it. (A lone caller never waits for company.)
+          // Writes from alternating fibers, or the first after a batch of several writers: many
+          // callers are likely in flight. This one lets the other runnable fibers go first, so the
+          // calls they make queue behind it and commit with it. (A lone caller never waits for
+          // company.)
           pending.push(job)
           return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
         }
