@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Effect, Exit, Queue, type Scope } from "effect"
 
 /**
  * Group commit for one store's statements. A call that finds the store idle runs at once, on its
@@ -11,8 +11,10 @@ import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
  *
  * With a synchronous driver (bun:sqlite, better-sqlite3) a call never waits for I/O, so calls
  * would never overlap and nothing would batch. So a write that finds the store idle but comes
- * from another fiber than the write before it (a sign of many callers in flight) first yields
- * once: the other runnable fibers reach their own calls, which queue behind it and commit with it.
+ * from another fiber than the write before it, or right after a batch of several callers' writes
+ * (signs of many callers in flight), first yields once: the other runnable fibers reach their own
+ * calls, which queue behind it and commit with it. (Without the second sign, the caller that led
+ * a batch, being the last writer, would commit its next call alone on every round.)
  *
  * What callers see is what one transaction per call gives them:
  * - each write body runs whole, after the bodies queued before it, so its conditional updates
@@ -65,13 +67,23 @@ export interface Options {
 interface Job {
   readonly write: boolean
   readonly single: boolean
-  /** the body run alone */
-  readonly body: Effect.Effect<any, any>
+  /** the body run alone (a group's call: built when it runs alone) */
+  readonly body: Effect.Effect<any, any> | undefined
   readonly group: Group<any, any, any> | undefined
   readonly input: unknown
-  readonly deferred: Deferred.Deferred<any, any>
   exit: Exit.Exit<any, any> | undefined
+  /** the waiting caller's resumption, once it waits (a queued call) */
+  resume: ((exit: Exit.Exit<any, any>) => void) | undefined
   cancelled: boolean
+}
+
+/** The body of a job run alone. */
+const bodyOf = (job: Job): Effect.Effect<any, any> => job.body ?? alone(job.group!, job.input)
+
+/** Sets a job's exit and hands it to its caller if it waits (a plain call: no effect per job). */
+const settle = (job: Job, exit: Exit.Exit<any, any>): void => {
+  job.exit = exit
+  job.resume?.(exit)
 }
 
 export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scope> =>
@@ -81,6 +93,8 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     let busy = false
     let closed = false
     let lastWriter: unknown = undefined
+    // the last batch held writes of several callers: they are likely to write again together
+    let crowded = false
     const signal = yield* Queue.sliding<void>(1)
 
     const statement = (conn: Connection, text: string) => conn.executeUnprepared(text, [], undefined)
@@ -102,7 +116,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           if (job.exit !== undefined) continue
           const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
           if (members.length < 2) {
-            job.exit = yield* run(job.body)
+            job.exit = yield* run(bodyOf(job))
           } else {
             const exit = yield* run(job.group!.run(members.map((member) => member.input)))
             if (Exit.isSuccess(exit)) {
@@ -111,7 +125,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
               job.exit = exit
             } else {
               // a read: each call again alone, so one call's failure stays its own
-              for (const member of members) member.exit = yield* run(member.body)
+              for (const member of members) member.exit = yield* run(bodyOf(member))
             }
           }
           if (Exit.isFailure(job.exit!)) {
@@ -127,7 +141,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       Effect.gen(function*() {
         const run = onConnection(conn)
         if (writes.length === 1 && writes[0]!.single) {
-          writes[0]!.exit = yield* run(writes[0]!.body)
+          writes[0]!.exit = yield* run(bodyOf(writes[0]!))
           return
         }
         const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
@@ -157,8 +171,9 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       })
 
     /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
-    const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
-      Effect.scoped(Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
+    const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> => {
+      crowded = jobs.length > 1 && jobs.filter((job) => job.write).length > 1
+      return Effect.scoped(Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
         if (Exit.isFailure(reserved)) {
           for (const job of jobs) job.exit = reserved
           return Effect.void
@@ -168,7 +183,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           const job = jobs[0]!
           return job.write
             ? runWrites(conn, jobs)
-            : Effect.map(onConnection(conn)(job.body), (exit) => {
+            : Effect.map(onConnection(conn)(bodyOf(job)), (exit) => {
               job.exit = exit
             })
         }
@@ -178,6 +193,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           if (writes.length > 0) yield* runWrites(conn, writes)
         })
       }))
+    }
 
     /** The next batch (none when nothing is queued). */
     const nextBatch = Effect.sync(() => {
@@ -208,17 +224,20 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
             break
           }
           yield* Effect.uninterruptible(runBatch(batch))
-          for (const job of batch) yield* Deferred.done(job.deferred, job.exit!)
+          yield* Effect.sync(() => {
+            for (const job of batch) settle(job, job.exit!)
+          })
         }
       }
     }).pipe(Effect.forkScoped, Effect.interruptible)
 
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
-        closed = true
-        const left = pending.splice(0)
-        return Effect.forEach(left, (job) => Deferred.interrupt(job.deferred), { discard: true })
-      })
+      Effect.fiberIdWith((id) =>
+        Effect.sync(() => {
+          closed = true
+          for (const job of pending.splice(0)) settle(job, Exit.interrupt(id))
+        })
+      )
     )
 
     /** Runs `job` at once on the caller's fiber, then hands the queue (if any) to the worker. */
@@ -232,50 +251,50 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       const batch = yield* nextBatch
       yield* runBatch(batch)
       yield* handOff
-      const leader = batch[0]!
-      for (let i = 1; i < batch.length; i++) yield* Deferred.done(batch[i]!.deferred, batch[i]!.exit!)
-      return leader
+      for (let i = 1; i < batch.length; i++) settle(batch[i]!, batch[i]!.exit!)
+      return batch[0]!
     })).pipe(Effect.flatMap((leader) => leader.exit!))
 
     const submit = <A, E>(
       write: boolean,
       single: boolean,
-      body: Effect.Effect<A, E>,
+      body: Effect.Effect<A, E> | undefined,
       group?: Group<any, A, E>,
       input?: unknown
     ): Effect.Effect<A, E | SqlError> =>
       Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
         if (closed) return Effect.interrupt
-        const job: Job = {
-          write,
-          single,
-          body,
-          group,
-          input,
-          deferred: Deferred.unsafeMake(fiber.id()),
-          exit: undefined,
-          cancelled: false
-        }
+        const job: Job = { write, single, body, group, input, exit: undefined, resume: undefined, cancelled: false }
         if (!busy) {
           busy = true
           if (!write) return runAlone(job)
           // the fiber itself, not its id: comparing ids hashes them
-          const alternating = lastWriter !== undefined && lastWriter !== fiber
+          const alternating = crowded || (lastWriter !== undefined && lastWriter !== fiber)
           lastWriter = fiber
           if (!alternating) return runAlone(job)
-          // Writes from alternating fibers: many callers are likely in flight. This one lets the
-          // other runnable fibers go first, so the calls they make queue behind it and commit with
-          // it. (A lone caller never waits for company.)
+          // Writes from alternating fibers, or the first after a batch of several writers: many
+          // callers are likely in flight. This one lets the other runnable fibers go first, so the
+          // calls they make queue behind it and commit with it. (A lone caller never waits for
+          // company.)
           pending.push(job)
           return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
         }
         pending.push(job)
-        return Effect.onInterrupt(Deferred.await(job.deferred), () => Effect.sync(() => job.cancelled = true))
+        // Resumed by the batch's runner with the job's exit (the caller's fiber may have yielded
+        // before it waits, so the exit may be there already). Interrupted while still queued, the
+        // call is dropped: it never runs.
+        return Effect.async<A, E | SqlError>((resume) => {
+          if (job.exit !== undefined) return resume(job.exit)
+          job.resume = resume
+          return Effect.sync(() => {
+            job.cancelled = true
+          })
+        })
       })
 
     return {
       read: (body) => submit(false, false, body),
       write: (body, single = false) => submit(true, single, body),
-      join: (group, input, single = false) => submit(group.write, single, alone(group, input), group, input)
+      join: (group, input, single = false) => submit(group.write, single, undefined, group, input)
     }
   })

@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { expect } from "bun:test"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { join } from "node:path"
 import * as Batcher from "../../../../packages/core/src/internal/sqlBatcher.js"
 import { describe, it } from "../../../support/effectTest.js"
@@ -115,5 +115,43 @@ describe("SQL group commit: merged calls", () => {
       )
       found.forEach((result, i) => expect(result).toEqual({ ok: i % 4 === 1 }))
       expect(runs.length).toBeLessThan(2 * CALLERS)
+    }))
+
+  it.scoped("callers that keep writing together keep committing together: none commits alone after the first call", () =>
+    Effect.gen(function*() {
+      const { batcher, insert, runs } = yield* setUp
+      const ROUNDS = 4
+      yield* Effect.forEach(
+        Array.from({ length: CALLERS }, (_, i) => i),
+        (i) =>
+          Effect.forEach(
+            Array.from({ length: ROUNDS }, (_, round) => round),
+            (round) => Effect.zipRight(Effect.yieldNow(), batcher.join(insert, `k${i}-${round}`)),
+            { discard: true }
+          ),
+        { concurrency: "unbounded", discard: true }
+      )
+      expect(runs.reduce((a, b) => a + b, 0)).toBe(CALLERS * ROUNDS)
+      // the very first call finds the store idle and nobody else writing yet: it alone runs by itself
+      // (fails when the caller that led a batch commits its next call alone, as it did every round)
+      expect(runs.slice(1).filter((n) => n === 1)).toEqual([])
+    }))
+
+  it.scoped("a call interrupted while it waits in the queue never runs; the calls queued beside it do", () =>
+    Effect.gen(function*() {
+      const { batcher, insert, sql } = yield* setUp
+      const release = yield* Deferred.make<void>()
+      // a write that holds the store until released, so the calls below queue behind it
+      const holding = yield* Effect.fork(batcher.write(Deferred.await(release)))
+      yield* Effect.yieldNow()
+      const dropped = yield* Effect.fork(batcher.join(insert, "dropped"))
+      const kept = yield* Effect.fork(batcher.join(insert, "kept"))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(dropped)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holding)
+      expect(yield* Fiber.join(kept)).toBeGreaterThan(0)
+      const keys = (yield* sql<{ k: string }>`SELECT k FROM keys`).map((row) => row.k)
+      expect(keys).toEqual(["kept"])
     }))
 })

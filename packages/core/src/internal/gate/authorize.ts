@@ -3,7 +3,7 @@
  * decision, or the approval request it needs), then answered from the record (replay by call id,
  * `replay.ts`). `gate` waits for a human between two `authorize`s of the same call.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Exit, Option } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { ApprovalStore, CreateResult, Recorded, RecordResult } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
@@ -44,6 +44,8 @@ export const make = (options: {
   readonly projection: Projection
   readonly decodeCall: (input: ToolCall.ToolCallInput) => Effect.Effect<ToolCall.ToolCall, CallError>
   readonly judge: (call: ToolCall.ToolCall, now: number) => Effect.Effect<Judgement, PersistenceError>
+  /** the judgement at once when it needs no effect (else `undefined`: run `judge`) */
+  readonly judgeNow: (call: ToolCall.ToolCall, now: number) => Judgement | undefined
   /** whether hooks see judgements (then a replay, which judges nothing, must not reach them) */
   readonly hooked: boolean
   readonly judgeAgain: (
@@ -60,31 +62,54 @@ export const make = (options: {
   /** the log tailer's failure while it cannot read the log */
   readonly logUnreadable: () => PersistenceError | undefined
 }) => {
-  const { decodeCall, fromRequest, judge, judgeAgain, policy, projection, refuseReused, replay, store } = options
+  const { decodeCall, fromRequest, judge, judgeAgain, judgeNow, policy, projection, refuseReused, replay, store } =
+    options
 
-  /** `authorize`: judges the call and records the judgement, or replays the record its id has. */
+  /**
+   * `authorize`: judges the call and records the judgement, or replays the record its id has.
+   * Written as plain steps, not a generator: this is the path of every call.
+   */
   const authorize = (input: ToolCall.ToolCallInput): Replayed =>
-    Effect.gen(function*() {
-      const call = yield* decodeCall(input)
-      const now = yield* Clock.currentTimeMillis
+    // the input is read when the effect runs, as any effect would
+    Effect.suspend(() => {
+      const decoded = decodeCall(input)
+      // a well-formed call is decoded at once, into an exit: no step to read it
+      return Exit.isExit(decoded) && Exit.isSuccess(decoded)
+        ? authorizeCall((decoded as Exit.Success<ToolCall.ToolCall, CallError>).value)
+        : Effect.flatMap(decoded, authorizeCall)
+    })
+
+  const authorizeCall = (call: ToolCall.ToolCall): Replayed =>
+    Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
       const args = ToolCall.canonicalArgs(call.args)
-      // built only when read: the allow path never reads it
-      const recorded = Effect.suspend(() => store.findRecorded(call.sessionKey, call.id))
       // With hooks the record is read first, so that a replay (which judges nothing) never
       // reaches them. Without, the call is judged first: a decision's insert finds any record its
       // id has (one store call, not two). A call that needs a human is read first all the same:
       // it is most often asked again once answered, and a read is cheaper than a request's write.
       if (options.hooked) {
-        const found = yield* recorded
-        if (Option.isSome(found)) return yield* replay(call, args, found.value, now)
+        return Effect.flatMap(
+          store.findRecorded(call.sessionKey, call.id),
+          (found) =>
+            Option.isSome(found)
+              ? replay(call, args, found.value, now)
+              : Effect.flatMap(judge(call, now), (judgement) => settle(call, args, judgement, now, 1))
+        )
       }
-      const judgement = yield* judge(call, now)
-      if (!options.hooked && judgement.decision._tag === "RequireApproval") {
-        const found = yield* recorded
-        if (Option.isSome(found)) return yield* replay(call, args, found.value, now)
-      }
-      return yield* settle(call, args, judgement, now, 1)
+      const judgement = judgeNow(call, now)
+      return judgement !== undefined
+        ? judged(call, args, judgement, now)
+        : Effect.flatMap(judge(call, now), (judgement) => judged(call, args, judgement, now))
     })
+
+  /** A call judged without hooks: recorded, unless it needs a human and its id is on record. */
+  const judged = (call: ToolCall.ToolCall, args: string, judgement: Judgement, now: number): Replayed =>
+    judgement.decision._tag !== "RequireApproval"
+      ? settle(call, args, judgement, now, 1)
+      : Effect.flatMap(
+        store.findRecorded(call.sessionKey, call.id),
+        (found) => Option.isSome(found) ? replay(call, args, found.value, now) : settle(call, args, judgement, now, 1)
+      )
 
   /** Records the decision (or the request it needs) and answers the call from the record. */
   const settle = (

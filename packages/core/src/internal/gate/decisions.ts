@@ -85,6 +85,21 @@ export const make = (options: {
     return Decision.outcome(judged) === Decision.outcome(decision) ? undefined : judged
   }
 
+  /** Whether the session's approvals can change the judgement: one of the policies asks for approval. */
+  const needsGrants = (enforced: Decision.Decision, candidate: Decision.Decision | undefined) =>
+    enforced._tag === "RequireApproval" || candidate?._tag === "RequireApproval"
+
+  const judgementOf = (
+    call: ToolCall.ToolCall,
+    now: number,
+    enforced: Decision.Decision,
+    candidate: Decision.Decision | undefined,
+    grants: SessionIndex.SessionGrants | undefined
+  ): Judgement => {
+    const decision = withGrant(enforced, grants, call, now)
+    return { decision, shadow: shadowOf(candidate, decision, grants, call, now) }
+  }
+
   /**
    * The judgement of the policies' decisions; the session's approvals are read (held, or from the
    * store on the session's first need) only when one of them asks for approval.
@@ -95,21 +110,34 @@ export const make = (options: {
     enforced: Decision.Decision,
     candidate: Decision.Decision | undefined
   ): Effect.Effect<Judgement, PersistenceError> => {
-    const judgement = (grants: SessionIndex.SessionGrants | undefined): Judgement => {
-      const decision = withGrant(enforced, grants, call, now)
-      return { decision, shadow: shadowOf(candidate, decision, grants, call, now) }
-    }
-    if (enforced._tag !== "RequireApproval" && candidate?._tag !== "RequireApproval") {
-      return Effect.succeed(judgement(undefined))
-    }
+    if (!needsGrants(enforced, candidate)) return Effect.succeed(judgementOf(call, now, enforced, candidate, undefined))
     const held = projection.held(call.sessionKey)
     return held !== undefined
-      ? Effect.succeed(judgement(held))
-      : Effect.map(projection.grantsOf(call.sessionKey), judgement)
+      ? Effect.succeed(judgementOf(call, now, enforced, candidate, held))
+      : Effect.map(
+        projection.grantsOf(call.sessionKey),
+        (grants) => judgementOf(call, now, enforced, candidate, grants)
+      )
   }
 
   const decide = (call: ToolCall.ToolCall, now: number) =>
     Effect.suspend(() => judged(call, now, policy.evaluate(call), shadowPolicy?.evaluate(call)))
+
+  const hooked = hooks.beforePolicyDecision !== undefined || hooks.afterPolicyDecision !== undefined
+
+  /**
+   * The judgement `judge` comes to, given at once when it needs no effect: no hooks, and the
+   * session's approvals not needed or held (the allow hot path runs no effect to judge a call).
+   * `undefined`: run `judge`.
+   */
+  const judgeNow = (call: ToolCall.ToolCall, now: number): Judgement | undefined => {
+    if (hooked) return undefined
+    const enforced = policy.evaluate(call)
+    const candidate = shadowPolicy?.evaluate(call)
+    if (!needsGrants(enforced, candidate)) return judgementOf(call, now, enforced, candidate, undefined)
+    const held = projection.held(call.sessionKey)
+    return held === undefined ? undefined : judgementOf(call, now, enforced, candidate, held)
+  }
 
   /** `decision` judged beside the candidate policy, against the session's approvals as they are now. */
   const judgeAgain = (call: ToolCall.ToolCall, decision: Decision.Decision, now: number) =>
@@ -151,12 +179,7 @@ export const make = (options: {
       Function.identity
     )
 
-  return {
-    judge,
-    judgeAgain,
-    evaluate,
-    hooked: hooks.beforePolicyDecision !== undefined || hooks.afterPolicyDecision !== undefined
-  } as const
+  return { judge, judgeNow, judgeAgain, evaluate, hooked } as const
 }
 
 const judgementDecision = (judgement: Judgement) => judgement.decision
