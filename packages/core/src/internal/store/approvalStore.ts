@@ -8,6 +8,7 @@ import type {
   Encoded,
   NewSessionApproval,
   Recorded,
+  RecordResult,
   ResolveResult,
   Service
 } from "../../ApprovalStore.js"
@@ -292,25 +293,36 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           )
         ),
 
-      recordDecision: (decision, events) =>
-        Effect.gen(function*() {
-          const result = yield* driver.insertDecision(
-            yield* encode("recordDecision", codecs.decision, decision),
-            yield* encodeEvents("recordDecision", events),
-            reliedOn(decision)
-          )
-          switch (result._tag) {
-            case "Inserted":
-              yield* hint(result.events)
-              return { _tag: "Created", decision }
-            case "Existing":
-              return { _tag: "Existing", decision: yield* decode("recordDecision", codecs.decision)(result.decision) }
-            case "Requested":
-              return { _tag: "Requested", request: yield* decode("recordDecision", codecs.request)(result.request) }
-            case "GrantInactive":
-              return { _tag: "GrantInactive", sessionApprovalId: reliedOn(decision)! }
+      recordDecision: (decision, events) => {
+        const encoded = codecs.decision.encode(decision)
+        if (Either.isLeft(encoded)) {
+          return Effect.fail(new PersistenceError({ operation: "recordDecision", cause: encoded.left }))
+        }
+        const encodedEvents = encodeEventsSync("recordDecision", events)
+        if (Either.isLeft(encodedEvents)) return Effect.fail(encodedEvents.left)
+        return Effect.flatMap(
+          driver.insertDecision(encoded.right, encodedEvents.right, reliedOn(decision)),
+          (result): Effect.Effect<RecordResult, PersistenceError> => {
+            switch (result._tag) {
+              case "Inserted":
+                notify(result.events)
+                return Effect.succeed({ _tag: "Created", decision })
+              case "Existing":
+                return Effect.map(
+                  decode("recordDecision", codecs.decision)(result.decision),
+                  (decision) => ({ _tag: "Existing", decision })
+                )
+              case "Requested":
+                return Effect.map(
+                  decode("recordDecision", codecs.request)(result.request),
+                  (request) => ({ _tag: "Requested", request })
+                )
+              case "GrantInactive":
+                return Effect.succeed({ _tag: "GrantInactive", sessionApprovalId: reliedOn(decision)! })
+            }
           }
-        }),
+        )
+      },
 
       listPending: (options) => Effect.flatMap(driver.listPending(options), decodeAll("listPending", codecs.request)),
       listDue: (at) => Effect.flatMap(driver.listDue(at), decodeAll("listDue", codecs.request)),

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Effect, Option, type ParseResult, Stream } from "effect"
+import { Context, Effect, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalEncoded, Encoded, EventEncoded, EventRow, RequestEncoded } from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
@@ -96,10 +96,11 @@ export const make = (
 
     /** A write joining `group` (on SQLite or PostgreSQL); inside a caller's transaction, a savepoint of it. */
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
-      Effect.flatMap(inTransaction, (inside) =>
-        inside
+      Effect.withFiberRuntime<A, Failure | SqlError>((fiber) =>
+        Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
           ? sql.withTransaction(Effect.zipRight(serialize, Batcher.alone(group, input)))
-          : batcher.join(group, input, single)).pipe(PersistenceError.refail(operation))
+          : batcher.join(group, input, single)
+      ).pipe(PersistenceError.refail(operation))
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) =>
       rows.map((row) => row.seq)
