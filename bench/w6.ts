@@ -6,7 +6,8 @@
  * one decision, CPU ms per decision (`process.cpuUsage`, summed over the processes), and on
  * PostgreSQL how busy the machine's cores were meanwhile (`machineCpuBusyPct`, server included).
  *
- *   bun --conditions=@tool-gate/source bench/w6.ts      W6_CALLS=20000 per process by default
+ *   bun --conditions=@tool-gate/source bench/w6.ts      W6_CALLS=20000 per process by default,
+ *                                                       after W6_WARMUP=5000 unmeasured ones
  */
 import { PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
@@ -19,6 +20,7 @@ import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
 
 const CALLS = Number(process.env.W6_CALLS ?? 20_000)
+const WARMUP = Number(process.env.W6_WARMUP ?? 5_000)
 const IN_FLIGHT = 64
 
 const policy = Policy.unsafeMake({ allow: ["ls"] })
@@ -33,39 +35,49 @@ interface Run {
   readonly latencies: Float64Array
 }
 
-/** `calls` allowed authorizations, `IN_FLIGHT` at once; `tag` keeps call ids apart across processes. */
+/**
+ * `calls` allowed authorizations by `IN_FLIGHT` callers at once, ids `${tag}-${i}`; `latencies`
+ * gets each one's time when given.
+ */
+const inFlight = (gate: ToolGate.ToolGate["Type"], tag: string, calls: number, latencies?: Float64Array) => {
+  let next = 0
+  return Effect.forEach(
+    Array.from({ length: IN_FLIGHT }, (_, lane) => lane),
+    (lane) =>
+      Effect.gen(function*() {
+        while (next < calls) {
+          const i = next++
+          const t0 = performance.now()
+          const decision = yield* gate.authorize({
+            id: `${tag}-${i}`,
+            name: "ls",
+            sessionKey: `w6-${tag}-${lane % 8}`,
+            args: { path: `/repo/${i}` }
+          })
+          if (PauseSignal.isPauseSignal(decision)) return yield* Effect.die("expected the call allowed")
+          if (latencies !== undefined) latencies[i] = performance.now() - t0
+          // a caller does something else between its calls (a real agent awaits its model): the
+          // other lanes run meanwhile, instead of this one taking every call
+          yield* Effect.yieldNow()
+        }
+      }),
+    { concurrency: "unbounded", discard: true }
+  )
+}
+
+/**
+ * `calls` allowed authorizations, `IN_FLIGHT` at once, after `WARMUP` unmeasured ones (the JIT's
+ * warm-up, prepared statements); `tag` keeps call ids apart across processes.
+ */
 const authorizeAll = (tag: string, calls: number, before: Effect.Effect<void> = Effect.void) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
-    // warm: prepared statements, the first transaction
-    yield* gate.authorize({ id: `${tag}-warm`, name: "ls", sessionKey: `w6-${tag}` })
+    yield* inFlight(gate, `${tag}-warm`, WARMUP)
     yield* before
     const latencies = new Float64Array(calls)
-    let next = 0
     const cpu = process.cpuUsage()
     const start = performance.now()
-    yield* Effect.forEach(
-      Array.from({ length: IN_FLIGHT }, (_, lane) => lane),
-      (lane) =>
-        Effect.gen(function*() {
-          while (next < calls) {
-            const i = next++
-            const t0 = performance.now()
-            const decision = yield* gate.authorize({
-              id: `${tag}-${i}`,
-              name: "ls",
-              sessionKey: `w6-${tag}-${lane % 8}`,
-              args: { path: `/repo/${i}` }
-            })
-            if (PauseSignal.isPauseSignal(decision)) return yield* Effect.die("expected the call allowed")
-            latencies[i] = performance.now() - t0
-            // a caller does something else between its calls (a real agent awaits its model): the
-            // other lanes run meanwhile, instead of this one taking every call
-            yield* Effect.yieldNow()
-          }
-        }),
-      { concurrency: "unbounded", discard: true }
-    )
+    yield* inFlight(gate, tag, calls, latencies)
     const seconds = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)
     return { decisions: calls, seconds, cpuMs: (used.user + used.system) / 1000, latencies } satisfies Run
