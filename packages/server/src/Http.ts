@@ -21,7 +21,14 @@
  *
  * @since 0.1.0
  */
-import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  type HttpApi,
+  HttpApiBuilder,
+  HttpApiError,
+  type HttpApp,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Effect, Exit, Layer, Option, Schema, Scope } from "effect"
@@ -30,6 +37,8 @@ import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as AuditFanout from "./internal/auditFanout.js"
 import * as EncodeJson from "./internal/encodeJson.js"
+import * as IoTurn from "./internal/ioTurn.js"
+import * as LeanRoutes from "./internal/leanRoutes.js"
 
 const requestJson = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
 const requestsJson = EncodeJson.compile(Schema.Array(ApprovalRequest.ApprovalRequest))
@@ -39,55 +48,78 @@ const json = <A>(encode: (value: A) => string) => (value: A) =>
   HttpServerResponse.text(encode(value), { contentType: "application/json" })
 
 /**
+ * What the approvals group does, over a gate: the HttpApi handlers and the lean routes
+ * (`internal/leanRoutes.ts`) call the same functions, so both answer alike.
+ */
+const approvals = (gate: ToolGate.ToolGate["Type"]) => {
+  // A request of a session the token may not see is answered exactly as a missing one.
+  const missing = (requestId: ApprovalRequest.RequestId) => () => new ToolGateError.RequestNotFound({ requestId })
+  /** The request, once the caller may read its session. */
+  const readable = (requestId: ApprovalRequest.RequestId) =>
+    Effect.tap(
+      gate.getRequest(requestId),
+      (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
+    )
+  type Answering = Effect.Effect<
+    Auth.Approver | Auth.GlobalApprover,
+    ToolGateError.RequestNotFound | ToolGateError.PersistenceError | Auth.Forbidden,
+    Auth.CurrentPrincipal
+  >
+  /**
+   * The caller, once it may answer for the request's session. A token that may answer for every
+   * session needs no read of the request here: the gate reads it anyway (and answers a missing
+   * one with the same `RequestNotFound`).
+   */
+  const approverOf = (requestId: ApprovalRequest.RequestId) =>
+    Effect.flatMap(Auth.CurrentPrincipal, (principal): Answering => {
+      const global = Auth.globalApprover(principal)
+      if (global !== undefined) return Effect.succeed(global)
+      return Effect.flatMap(
+        gate.getRequest(requestId),
+        (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
+      )
+    })
+  return {
+    pending: (sessionKey: ToolCall.SessionKey | undefined) =>
+      Effect.gen(function*() {
+        const principal = yield* Auth.CurrentPrincipal
+        if (sessionKey !== undefined) yield* Auth.readerFor(sessionKey, sessionNotFound)
+        const pending = yield* gate.pending({ sessionKey })
+        return json(requestsJson)(pending.filter((request) => principal.canSee(request.toolCall.sessionKey)))
+      }),
+    get: (requestId: ApprovalRequest.RequestId) => Effect.map(readable(requestId), json(requestJson)),
+    // after the I/O turn, with the other answers read in it: they commit together
+    respond: (requestId: ApprovalRequest.RequestId, payload: ApprovalRequest.ApprovalResponse) =>
+      Effect.zipRight(
+        IoTurn.end,
+        Effect.flatMap(approverOf(requestId), (approver) =>
+          Effect.map(gate.respond(requestId, Auth.answerOf(approver, payload)), json(requestJson)))
+      ),
+    extend: (requestId: ApprovalRequest.RequestId, ttlMs: number) =>
+      Effect.flatMap(
+        approverOf(requestId),
+        (approver) => Effect.map(gate.extend(requestId, ttlMs, approver.name), json(requestJson))
+      )
+  }
+}
+
+/**
  * @since 0.1.0
  * @category layers
  */
-export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) =>
-  Effect.gen(function*() {
-    const gate = yield* ToolGate.ToolGate
-    // A request of a session the token may not see is answered exactly as a missing one.
-    const missing = (requestId: ApprovalRequest.RequestId) => () => new ToolGateError.RequestNotFound({ requestId })
-    /** The request, once the caller may read its session. */
-    const readable = (requestId: ApprovalRequest.RequestId) =>
-      Effect.tap(
-        gate.getRequest(requestId),
-        (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
-      )
-    type Answering = Effect.Effect<
-      Auth.Approver | Auth.GlobalApprover,
-      ToolGateError.RequestNotFound | ToolGateError.PersistenceError | Auth.Forbidden,
-      Auth.CurrentPrincipal
-    >
-    /**
-     * The caller, once it may answer for the request's session. A token that may answer for every
-     * session needs no read of the request here: the gate reads it anyway (and answers a missing
-     * one with the same `RequestNotFound`).
-     */
-    const approverOf = (requestId: ApprovalRequest.RequestId) =>
-      Effect.flatMap(Auth.CurrentPrincipal, (principal): Answering => {
-        const global = Auth.globalApprover(principal)
-        if (global !== undefined) return Effect.succeed(global)
-        return Effect.flatMap(
-          gate.getRequest(requestId),
-          (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
-        )
-      })
-    return handlers
-      .handle("pending", ({ urlParams }) =>
-        Effect.gen(function*() {
-          const principal = yield* Auth.CurrentPrincipal
-          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
-          const pending = yield* gate.pending({ sessionKey: urlParams.sessionKey })
-          return json(requestsJson)(pending.filter((request) => principal.canSee(request.toolCall.sessionKey)))
-        }))
-      .handle("get", ({ path }) => Effect.map(readable(path.requestId), json(requestJson)))
-      .handle("respond", ({ path, payload }) =>
-        Effect.flatMap(approverOf(path.requestId), (approver) =>
-          Effect.map(gate.respond(path.requestId, Auth.answerOf(approver, payload)), json(requestJson))))
-      .handle("extend", ({ path, payload }) =>
-        Effect.flatMap(approverOf(path.requestId), (approver) =>
-          Effect.map(gate.extend(path.requestId, payload.ttlMs, approver.name), json(requestJson))))
-  }))
+export const layerApprovals = HttpApiBuilder.group(
+  Api,
+  "approvals",
+  (handlers) =>
+    Effect.map(ToolGate.ToolGate, (gate) => {
+      const approvalsOf = approvals(gate)
+      return handlers
+        .handle("pending", ({ urlParams }) => approvalsOf.pending(urlParams.sessionKey))
+        .handle("get", ({ path }) => approvalsOf.get(path.requestId))
+        .handle("respond", ({ path, payload }) => approvalsOf.respond(path.requestId, payload))
+        .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload.ttlMs))
+    })
+)
 
 /**
  * @since 0.1.0
@@ -326,6 +358,25 @@ const unreadableBody = (limitBytes: number) =>
   return Effect.fail(new HttpApiError.HttpApiDecodeError({ issues: [{ _tag: "Type", path: [], message }], message }))
 }
 
+/** The body limit around `app`: see `layerBodyLimit`. */
+const bodyLimited = (limitBytes: number) => <E, R>(app: HttpApp.Default<E, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const length = Number(request.headers["content-length"] ?? 0)
+    if (length > limitBytes) return yield* tooLarge(limitBytes)
+    // Handlers without a payload (revoke, clear) never read the body: read it whole first, so a
+    // request whose body cannot be read fails before any handler acts on it. `text` is cached,
+    // so a handler with a payload decodes the same read.
+    const hasBody = request.headers["transfer-encoding"] !== undefined || length > 0
+    const readFirst = hasBody
+      ? Effect.zipRight(Effect.catchAll(request.text, (error) => Effect.die(error)), app)
+      : app
+    return yield* readFirst.pipe(
+      HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
+      Effect.catchAllDefect(unreadableBody(limitBytes))
+    )
+  })
+
 /**
  * Request bodies of at most `limitBytes`: a larger declared `Content-Length` is refused before
  * anything is read, and a body that grows past the limit while streaming is cut off; both 413.
@@ -337,20 +388,28 @@ const unreadableBody = (limitBytes: number) =>
  * @category layers
  */
 export const layerBodyLimit = (limitBytes: number): Layer.Layer<never> =>
-  HttpApiBuilder.middleware(Api, (app) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const length = Number(request.headers["content-length"] ?? 0)
-      if (length > limitBytes) return yield* tooLarge(limitBytes)
-      // Handlers without a payload (revoke, clear) never read the body: read it whole first, so a
-      // request whose body cannot be read fails before any handler acts on it. `text` is cached,
-      // so a handler with a payload decodes the same read.
-      const hasBody = request.headers["transfer-encoding"] !== undefined || length > 0
-      const readFirst = hasBody
-        ? Effect.zipRight(Effect.catchAll(request.text, (error) => Effect.die(error)), app)
-        : app
-      return yield* readFirst.pipe(
-        HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
-        Effect.catchAllDefect(unreadableBody(limitBytes))
-      )
-    }))
+  HttpApiBuilder.middleware(Api, bodyLimited(limitBytes))
+
+/**
+ * The body limit of `layerBodyLimit`, with answers (`POST /approvals/:requestId/respond`) and
+ * pending lists (`GET /approvals/pending`) served before the router: the same checks in the same
+ * order, the same schemas, handlers and error bodies, without the per-request work of an HttpApi
+ * route (a busy approval server spends most of its time on these two). Use it instead of
+ * `layerBodyLimit`, not beside it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerBodyLimitWithLeanRoutes = (
+  limitBytes: number
+): Layer.Layer<never, never, ToolGate.ToolGate | Auth.Authentication> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const lean = LeanRoutes.make((yield* Auth.Authentication).bearer, approvals(yield* ToolGate.ToolGate))
+    const limited = bodyLimited(limitBytes)
+    // The API's error encoding covers every endpoint's errors, not only the API-wide ones a
+    // middleware's type names: the lean routes fail with their endpoints' errors, as the handlers.
+    return HttpApiBuilder.middleware(
+      Api,
+      (app) => limited(lean(app)) as HttpApp.Default<HttpApiError.HttpApiDecodeError | PayloadTooLarge>
+    )
+  }))

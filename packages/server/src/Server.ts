@@ -148,7 +148,7 @@ export const layerApp = (
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
         HttpApiSwagger.layer({ path: docsPath }),
         WebConsole.layer,
-        Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024)
+        Http.layerBodyLimitWithLeanRoutes(options.maxBodyBytes ?? 64 * 1024)
       )
     ),
     Layer.provide(Http.layer),
