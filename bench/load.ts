@@ -206,9 +206,11 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
   let lastAnswerAt = 0
 
   const started = performance.now()
-  const reading = autocannon({
+  const readConnections = options.readConnections ?? 4
+  // no reader at all with 0 connections (to tell what the reads cost)
+  const reading = readConnections === 0 ? undefined : autocannon({
     url: options.url,
-    connections: options.readConnections ?? 4,
+    connections: readConnections,
     duration: DEADLINE_S,
     timeout: 10,
     headers,
@@ -256,8 +258,8 @@ const hammer = async (options: Options, answers: ReadonlyArray<Answer>) => {
       }
     }]
   })
-  reading.stop()
-  const read = await reading
+  reading?.stop()
+  const read = reading === undefined ? { errors: 0, timeouts: 0 } : await reading
   return {
     seconds: (lastAnswerAt - started) / 1000,
     won,

@@ -63,7 +63,13 @@ const load = async <E>(
     const before = cpuMs(server.pid)
     const mainBefore = mainThreadCpuMs(server.pid)
     const figures = await Effect.runPromise(
-      runLoad({ ...server, token, sessions: 50, sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8) }).pipe(
+      runLoad({
+        ...server,
+        token,
+        sessions: 50,
+        sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8),
+        readConnections: Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
+      }).pipe(
         Effect.provide(storeLayer)
       )
     )
