@@ -43,8 +43,10 @@ const decodePendingParams = decoderOf<{ readonly sessionKey?: ToolCall.SessionKe
   endpoints.pending.urlParamsSchema
 )
 
-// Characters the router hands on as they are (no percent-decoding, no path separators, no dots).
-const respondPath = /^\/approvals\/([A-Za-z0-9_-]+)\/respond$/
+// Characters the router hands on as they are (no percent-decoding, no path separators, no dots),
+// at most as many as it takes in a path parameter (find-my-way's `maxParamLength`: a longer one
+// matches no route).
+const respondPath = /^\/approvals\/([A-Za-z0-9_-]{1,100})\/respond$/
 const pendingPath = "/approvals/pending"
 const pendingQuery = /^\/approvals\/pending\?sessionKey=([A-Za-z0-9_-]+)$/
 
