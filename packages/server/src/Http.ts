@@ -31,7 +31,7 @@ import {
 } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Effect, Exit, Layer, Option, Schema, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { PassThrough } from "node:stream"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
@@ -39,19 +39,38 @@ import * as AuditFanout from "./internal/auditFanout.js"
 import * as EncodeJson from "./internal/encodeJson.js"
 import * as IoTurn from "./internal/ioTurn.js"
 import * as LeanRoutes from "./internal/leanRoutes.js"
+import * as PendingLists from "./internal/pendingLists.js"
 
 const requestJson = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
-const requestsJson = EncodeJson.compile(Schema.Array(ApprovalRequest.ApprovalRequest))
 
 /** Requests as the endpoints' JSON, without a `Schema.encode` of what the gate read from its store. */
 const json = <A>(encode: (value: A) => string) => (value: A) =>
   HttpServerResponse.text(encode(value), { contentType: "application/json" })
 
 /**
+ * What the groups share in one server: one fan-out of the live audit log (the SSE clients' and
+ * the pending lists') and the pending lists it keeps fresh.
+ */
+class Shared extends Context.Tag("@tool-gate/server/Http/Shared")<Shared, {
+  readonly fanout: AuditFanout.Fanout
+  readonly pendingLists: PendingLists.PendingLists
+}>() {}
+
+const layerShared = Layer.scoped(
+  Shared,
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    const store = yield* ApprovalStore.ApprovalStore
+    const fanout = yield* AuditFanout.make(gate, store, sseBytes)
+    return { fanout, pendingLists: PendingLists.make({ gate, store, fanout, encode: requestJson }) }
+  })
+)
+
+/**
  * What the approvals group does, over a gate: the HttpApi handlers and the lean routes
  * (`internal/leanRoutes.ts`) call the same functions, so both answer alike.
  */
-const approvals = (gate: ToolGate.ToolGate["Type"]) => {
+const approvals = (gate: ToolGate.ToolGate["Type"], pendingLists: PendingLists.PendingLists) => {
   // A request of a session the token may not see is answered exactly as a missing one.
   const missing = (requestId: ApprovalRequest.RequestId) => () => new ToolGateError.RequestNotFound({ requestId })
   /** The request, once the caller may read its session. */
@@ -84,8 +103,14 @@ const approvals = (gate: ToolGate.ToolGate["Type"]) => {
       Effect.gen(function*() {
         const principal = yield* Auth.CurrentPrincipal
         if (sessionKey !== undefined) yield* Auth.readerFor(sessionKey, sessionNotFound)
-        const pending = yield* gate.pending({ sessionKey })
-        return json(requestsJson)(pending.filter((request) => principal.canSee(request.toolCall.sessionKey)))
+        const pending = yield* pendingLists.pending(sessionKey)
+        const visible = principal.sessions === undefined
+          ? pending
+          : pending.filter((request) => principal.canSee(request.sessionKey))
+        // the JSON of the list of the requests' JSON, as `requestsJson` would give it
+        return HttpServerResponse.text(`[${visible.map((request) => request.json).join(",")}]`, {
+          contentType: "application/json"
+        })
       }),
     get: (requestId: ApprovalRequest.RequestId) => Effect.map(readable(requestId), json(requestJson)),
     // after the I/O turn, with the other answers read in it: they commit together
@@ -107,19 +132,15 @@ const approvals = (gate: ToolGate.ToolGate["Type"]) => {
  * @since 0.1.0
  * @category layers
  */
-export const layerApprovals = HttpApiBuilder.group(
-  Api,
-  "approvals",
-  (handlers) =>
-    Effect.map(ToolGate.ToolGate, (gate) => {
-      const approvalsOf = approvals(gate)
-      return handlers
-        .handle("pending", ({ urlParams }) => approvalsOf.pending(urlParams.sessionKey))
-        .handle("get", ({ path }) => approvalsOf.get(path.requestId))
-        .handle("respond", ({ path, payload }) => approvalsOf.respond(path.requestId, payload))
-        .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload.ttlMs))
-    })
-)
+export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) =>
+  Effect.gen(function*() {
+    const approvalsOf = approvals(yield* ToolGate.ToolGate, (yield* Shared).pendingLists)
+    return handlers
+      .handle("pending", ({ urlParams }) => approvalsOf.pending(urlParams.sessionKey))
+      .handle("get", ({ path }) => approvalsOf.get(path.requestId))
+      .handle("respond", ({ path, payload }) => approvalsOf.respond(path.requestId, payload))
+      .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload.ttlMs))
+  })).pipe(Layer.provide(layerShared))
 
 /**
  * @since 0.1.0
@@ -260,9 +281,8 @@ const auditPageSize = 500
  */
 export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
   Effect.gen(function*() {
-    const gate = yield* ToolGate.ToolGate
     const store = yield* ApprovalStore.ApprovalStore
-    const fanout = yield* AuditFanout.make(gate, store, sseBytes)
+    const { fanout } = yield* Shared
     return handlers
       .handle("query", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -295,7 +315,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
           return yield* sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
         }))
-  }))
+  })).pipe(Layer.provide(layerShared))
 
 /**
  * @since 0.1.0
@@ -402,9 +422,13 @@ export const layerBodyLimit = (limitBytes: number): Layer.Layer<never> =>
  */
 export const layerBodyLimitWithLeanRoutes = (
   limitBytes: number
-): Layer.Layer<never, never, ToolGate.ToolGate | Auth.Authentication> =>
+): Layer.Layer<never, never, ToolGate.ToolGate | ApprovalStore.ApprovalStore | Auth.Authentication> =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    const lean = LeanRoutes.make((yield* Auth.Authentication).bearer, approvals(yield* ToolGate.ToolGate))
+    const shared = yield* Shared
+    const lean = LeanRoutes.make(
+      (yield* Auth.Authentication).bearer,
+      approvals(yield* ToolGate.ToolGate, shared.pendingLists)
+    )
     const limited = bodyLimited(limitBytes)
     // The API's error encoding covers every endpoint's errors, not only the API-wide ones a
     // middleware's type names: the lean routes fail with their endpoints' errors, as the handlers.
@@ -412,4 +436,4 @@ export const layerBodyLimitWithLeanRoutes = (
       Api,
       (app) => limited(lean(app)) as HttpApp.Default<HttpApiError.HttpApiDecodeError | PayloadTooLarge>
     )
-  }))
+  })).pipe(Layer.provide(layerShared))

@@ -30,7 +30,28 @@ interface Client {
   readonly fail: (cause: Cause.Cause<ToolGateError.PersistenceError>) => void
 }
 
+/**
+ * How far the live log has reached the fan-out, for caches of what the log's events change (the
+ * pending lists): events arrive in seq order, none skipped, from the head the fan-out started at.
+ */
+export interface Position {
+  /** one per (re)start of the fan-out: what was seen under another is no longer known */
+  readonly epoch: number
+  /** the head the fan-out started reading after */
+  readonly startedAfter: number
+  /** the seq of the last event that arrived (the head it started at before any did) */
+  readonly through: number
+}
+
 export interface Fanout {
+  /** where the live log stands, or `undefined` while the fan-out is (re)starting */
+  readonly position: () => Position | undefined
+  /**
+   * The seq of the last event that arrived touching `sessionKey` (or with no session, which may
+   * touch any), at most `position().through`; any session's: the last event that arrived.
+   */
+  readonly lastTouched: (sessionKey: string | undefined) => number
+
   /**
    * Follows the log for one client: replays from `afterSeq`, then live; `push` gets the bytes of
    * each batch, `fail` the cause that ends the stream. Stops when the scope closes.
@@ -44,6 +65,9 @@ export interface Fanout {
 }
 
 const pageSize = 500
+
+/** Sessions whose last event is remembered; past that, all are forgotten and taken as touched. */
+const maxTouched = 10_000
 
 /** The events of `events` a client is to receive now, moving its `last` past all of them. */
 const take = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Array<AuditEvent.AuditEvent> => {
@@ -85,22 +109,55 @@ export const make = (
       arrived = []
       deliver(events)
     })
+    let position: { epoch: number; startedAfter: number; through: number } | undefined
+    let epoch = 0
+    /** per session, the seq of its last event that arrived; `anySession` for events of none */
+    const touched = new Map<string, number>()
+    let anySession = 0
+    const touch = (event: AuditEvent.AuditEvent) => {
+      position!.through = event.seq
+      if (event.sessionKey === undefined) {
+        anySession = event.seq
+        return
+      }
+      if (touched.size >= maxTouched && !touched.has(event.sessionKey)) {
+        touched.clear()
+        anySession = event.seq
+      }
+      touched.set(event.sessionKey, event.seq)
+    }
+    const lastTouched: Fanout["lastTouched"] = (sessionKey) =>
+      sessionKey === undefined
+        ? position?.through ?? 0
+        : Math.max(touched.get(sessionKey) ?? 0, anySession)
+
     const collect = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>) =>
       Effect.suspend(() => {
         const idle = arrived.length === 0
-        for (const event of chunk) arrived.push(event)
+        for (const event of chunk) {
+          touch(event)
+          arrived.push(event)
+        }
         return idle && arrived.length > 0 ? Effect.forkDaemon(Effect.zipRight(Effect.yieldNow(), flush)) : Effect.void
       })
 
     const run = Effect.flatMap(store.lastSeq, (head) =>
       Effect.zipRight(
-        Deferred.succeed(started, head),
+        Effect.zipRight(
+          Effect.sync(() => {
+            touched.clear()
+            anySession = head
+            position = { epoch: ++epoch, startedAfter: head, through: head }
+          }),
+          Deferred.succeed(started, head)
+        ),
         Stream.runForEachChunk(gate.auditLog({ afterSeq: head }), collect)
       ))
 
     /** Every client's stream ends with the failure (it resumes with Last-Event-ID); a new start, a new head. */
     const restart = (cause: Cause.Cause<ToolGateError.PersistenceError>) =>
       Effect.gen(function*() {
+        position = undefined
         for (const client of clients) client.fail(cause)
         clients.clear()
         started = yield* Deferred.make<number>()
@@ -140,5 +197,5 @@ export const make = (
         Effect.asVoid
       )
 
-    return { follow }
+    return { follow, position: () => position, lastTouched }
   })
