@@ -89,6 +89,8 @@ const load = async <E>(
       requests: figures.requests,
       sseClients: figures.sseClients,
       sseReconnects: figures.sseReconnects,
+      reads: figures.reads,
+      readP50ms: figures.readP50ms,
       readP99ms: figures.readP99ms,
       errors: figures.errors,
       lostEvents: figures.lostEvents,
