@@ -87,7 +87,13 @@ if (import.meta.main) {
     await timed("warm-up", ANSWERS / 3, () => respond("lean"))
     ;(globalThis as any).__sqlReset?.()
     const rows: Array<Awaited<ReturnType<typeof timed>>> = []
+    // W7P_ONLY=gate: gate.respond alone (with the SQL statement counts of a `--preload` spy, say)
+    const gateOnly = process.env.W7P_ONLY === "gate"
     for (let round = 0; round < rounds; round++) {
+      if (gateOnly) {
+        rows.push(await timed("gate.respond", ANSWERS, () => gateRespond()))
+        continue
+      }
       rows.push(await timed("GET /me", ANSWERS, () => get("full", "/me")))
       for (const kind of ["full", "lean"] as const) {
         rows.push(
@@ -106,7 +112,7 @@ if (import.meta.main) {
     const spy = (globalThis as any).__sqlStats as Map<string, { n: number; ns: number }> | undefined
     if (spy !== undefined) {
       for (const [k, v] of [...spy].sort((a, b) => b[1].ns - a[1].ns).slice(0, 25)) {
-        console.log(v.n, Math.round(v.ns / v.n / 1000), "us/call", k)
+        console.log(v.n, "calls", Math.round(v.ns / v.n / 1000), "us/call", Math.round(v.ns / 1000 / (rows.length * ANSWERS)), "us/op", k.slice(0, 160))
       }
     }
   } finally {
