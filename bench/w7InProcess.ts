@@ -5,7 +5,8 @@
  * built in memory), plus a pending list of one session and `/me`. CPU µs per operation from
  * `process.cpuUsage`, so the difference between the rows is what the HTTP layer adds.
  *
- *   bun bench/w7InProcess.ts     W7P_ANSWERS=3000 by default
+ *   bun bench/w7InProcess.ts     W7P_ANSWERS=3000 by default; W7P_ONLY=gate for gate.respond alone;
+ *                                with `--preload bench/sqliteSpy.ts`, the statements per operation
  */
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { type ApprovalRequest, type ApprovalStore, ToolGate } from "@tool-gate/core"
@@ -85,9 +86,9 @@ if (import.meta.main) {
     await timed("warm-up", ANSWERS / 3, () => gateRespond())
     await timed("warm-up", ANSWERS / 3, () => respond("full"))
     await timed("warm-up", ANSWERS / 3, () => respond("lean"))
-    ;(globalThis as any).__sqlReset?.()
+    globalThis.sqliteSpy?.reset()
     const rows: Array<Awaited<ReturnType<typeof timed>>> = []
-    // W7P_ONLY=gate: gate.respond alone (with the SQL statement counts of a `--preload` spy, say)
+    // W7P_ONLY=gate: gate.respond alone (with bench/sqliteSpy.ts preloaded: its statements)
     const gateOnly = process.env.W7P_ONLY === "gate"
     for (let round = 0; round < rounds; round++) {
       if (gateOnly) {
@@ -109,10 +110,12 @@ if (import.meta.main) {
       rows.push(await timed("POST respond lean", ANSWERS, () => respond("lean")))
     }
     for (const row of rows) console.log(JSON.stringify(row))
-    const spy = (globalThis as any).__sqlStats as Map<string, { n: number; ns: number }> | undefined
+    const spy = globalThis.sqliteSpy
     if (spy !== undefined) {
-      for (const [k, v] of [...spy].sort((a, b) => b[1].ns - a[1].ns).slice(0, 25)) {
-        console.log(v.n, "calls", Math.round(v.ns / v.n / 1000), "us/call", Math.round(v.ns / 1000 / (rows.length * ANSWERS)), "us/op", k.slice(0, 160))
+      const operations = rows.reduce((n, row) => n + row.count, 0)
+      for (const [statement, { ns, runs }] of [...spy.stats].sort((a, b) => b[1].ns - a[1].ns).slice(0, 12)) {
+        const perOp = Math.round(ns / 1000 / operations)
+        console.log(JSON.stringify({ statement: statement.slice(0, 160), runs, perOpUs: perOp }))
       }
     }
   } finally {

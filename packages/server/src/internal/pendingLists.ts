@@ -9,7 +9,9 @@
  * as read at the start of this read, and none of them touched the list's session. A change made
  * before the read, by this process or any other, has an event at or below that head, so it is
  * never missed; the list is as fresh as a query. Every request changes with an event of its
- * session (created, answered, expired, extended, warned).
+ * session (created, answered, expired, extended, warned), and the store's head is the last of a
+ * gap-free sequence in commit order (what the gate's log tailers rely on too), so once the fan-out
+ * has seen the head it has seen every event before it.
  */
 import type { ApprovalRequest, ApprovalStore, ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Effect } from "effect"
