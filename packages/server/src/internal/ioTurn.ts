@@ -14,6 +14,12 @@ type Resume = (effect: Effect.Effect<void>) => void
 
 let waiting: Array<Resume> = []
 
+// Node and Bun run `setImmediate` callbacks once the ready sockets have been read; a runtime
+// without it (a web handler elsewhere) gets the next timer turn.
+const afterTurn: (release: () => void) => void = typeof setImmediate === "function"
+  ? (release) => setImmediate(release)
+  : (release) => setTimeout(release, 0)
+
 /** Releases every fiber that waited during the turn, in the order they came. */
 const release = () => {
   const resumes = waiting
@@ -23,7 +29,7 @@ const release = () => {
 
 /** Completes after the current I/O turn, with every other fiber that waited in it. */
 export const end: Effect.Effect<void> = Effect.async<void>((resume) => {
-  if (waiting.length === 0) setImmediate(release)
+  if (waiting.length === 0) afterTurn(release)
   waiting.push(resume)
   return Effect.sync(() => {
     const index = waiting.indexOf(resume)
