@@ -1,9 +1,10 @@
 /**
- * Pending lists the server keeps between reads are never stale: after each change, made by another
- * gate over the same SQLite file (as another process would: the server learns of it only through
- * the log) or by the server's own gate, the next `GET /approvals/pending` is exactly the JSON of
- * what the store holds then, for one session and for all, for every kind of token, read once or
- * again and again.
+ * Pending lists the server keeps between reads are never stale: after each change (a new request,
+ * an answer, an extension, an expiry, an answer granting a session approval), made by another gate
+ * over the same SQLite file (as another process would: the server learns of it only through the
+ * log), by the server's own gate or through the API, the next `GET /approvals/pending` is exactly
+ * the JSON of what the store holds then, for one session and for all, for every kind of token,
+ * read once or again and again.
  */
 import { ApprovalRequest, type ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
@@ -66,6 +67,19 @@ describe("pending lists", () => {
       expect(yield* lists()).toEqual([[second], [], [second]])
 
       yield* other.respond(second, { decision: "approve_once", respondedBy: "elsewhere" })
+      expect(yield* lists()).toEqual([[], [], []])
+
+      // an expiry, an answer that grants a session approval, an answer through the API
+      const quick = yield* paused(other, { id: "q1", name: "quick", sessionKey: "s1" })
+      const granted = yield* paused(other, bash("team-a-1", "p4"))
+      const viaApi = yield* paused(server.gate, bash("s1", "p5"))
+      expect(yield* lists()).toEqual([[quick, viaApi], [granted], [quick, granted, viaApi]])
+      yield* other.awaitDecision(quick).pipe(Effect.ignore)
+      expect(yield* lists()).toEqual([[viaApi], [granted], [granted, viaApi]])
+      yield* other.respond(granted, { decision: "approve_session", respondedBy: "elsewhere" })
+      expect(yield* lists()).toEqual([[viaApi], [], [viaApi]])
+      expect((yield* server.request("POST", `/approvals/${viaApi}/respond`, { body: { decision: "deny" } })).status)
+        .toBe(200)
       expect(yield* lists()).toEqual([[], [], []])
 
       // each read right after the other gate's commit, before the server's log reader may see it

@@ -47,11 +47,8 @@ export interface Position {
 export interface Fanout {
   /** where the live log stands, or `undefined` while the fan-out is (re)starting */
   readonly position: () => Position | undefined
-  /**
-   * The seq of the last event that arrived touching `sessionKey` (or with no session, which may
-   * touch any), at most `position().through`; any session's: the last event that arrived.
-   */
-  readonly lastTouched: (sessionKey: string | undefined) => number
+  /** Calls `watcher` with each live event as it arrives, in seq order, before any client gets it. */
+  readonly watch: (watcher: (event: AuditEvent.AuditEvent) => void) => void
 
   /**
    * Follows the log for one client: replays from `afterSeq`, then live; `push` gets the bytes of
@@ -66,9 +63,6 @@ export interface Fanout {
 }
 
 const pageSize = 500
-
-/** Sessions whose last event is remembered; past that, all are forgotten and taken as touched. */
-const maxTouched = 10_000
 
 /** The events of `events` a client is to receive now, moving its `last` past all of them. */
 const take = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Array<AuditEvent.AuditEvent> => {
@@ -123,31 +117,14 @@ export const make = (
      */
     let recent: Array<AuditEvent.AuditEvent> = []
     let epoch = 0
-    /** per session, the seq of its last event that arrived; `anySession` for events of none */
-    const touched = new Map<string, number>()
-    let anySession = 0
-    const touch = (event: AuditEvent.AuditEvent) => {
-      position!.through = event.seq
-      if (event.sessionKey === undefined) {
-        anySession = event.seq
-        return
-      }
-      if (touched.size >= maxTouched && !touched.has(event.sessionKey)) {
-        touched.clear()
-        anySession = event.seq
-      }
-      touched.set(event.sessionKey, event.seq)
-    }
-    const lastTouched: Fanout["lastTouched"] = (sessionKey) =>
-      sessionKey === undefined
-        ? position?.through ?? 0
-        : Math.max(touched.get(sessionKey) ?? 0, anySession)
+    const watchers: Array<(event: AuditEvent.AuditEvent) => void> = []
 
     const collect = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>) =>
       Effect.suspend(() => {
         const idle = arrived.length === 0
         for (const event of chunk) {
-          touch(event)
+          position!.through = event.seq
+          for (const watcher of watchers) watcher(event)
           recent.push(event)
           arrived.push(event)
         }
@@ -159,9 +136,7 @@ export const make = (
       Effect.zipRight(
         Effect.zipRight(
           Effect.sync(() => {
-            touched.clear()
             recent = []
-            anySession = head
             position = { epoch: ++epoch, startedAfter: head, through: head }
           }),
           Deferred.succeed(started, head)
@@ -226,5 +201,5 @@ export const make = (
         Effect.asVoid
       )
 
-    return { follow, position: () => position, lastTouched }
+    return { follow, position: () => position, watch: (watcher) => void watchers.push(watcher) }
   })
