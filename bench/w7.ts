@@ -91,6 +91,7 @@ const load = async <E>(
       sseClients: figures.sseClients,
       sseReconnects: figures.sseReconnects,
       reads: figures.reads,
+      readsAll: figures.readsAll,
       readP50ms: figures.readP50ms,
       readP99ms: figures.readP99ms,
       errors: figures.errors,
