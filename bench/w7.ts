@@ -14,7 +14,8 @@
  * pending requests, after one client listed them all, and with W7_SSE_CLIENTS event streams open;
  * W7_SSE_ANSWERS answers are then given and every stream must receive every event they make.
  *
- *   bun bench/w7.ts        W7_PENDING=10000 W7_SSE_CLIENTS=1000 W7_SSE_ANSWERS=100 by default;
+ *   bun bench/w7.ts        W7_PENDING=10000 W7_SSE_CLIENTS=1000 W7_SSE_ANSWERS=100 by default; W7_STORES=pg
+ *                          (or sqlite) for one store; LOAD_READ_CONNECTIONS=0 without the pending reads;
  *                          the load itself as bench/load.ts (LOAD_REQUESTS=2000 ...)
  */
 import type { ApprovalStore } from "@tool-gate/core"
@@ -63,7 +64,13 @@ const load = async <E>(
     const before = cpuMs(server.pid)
     const mainBefore = mainThreadCpuMs(server.pid)
     const figures = await Effect.runPromise(
-      runLoad({ ...server, token, sessions: 50, sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8) }).pipe(
+      runLoad({
+        ...server,
+        token,
+        sessions: 50,
+        sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8),
+        readConnections: Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
+      }).pipe(
         Effect.provide(storeLayer)
       )
     )
@@ -83,6 +90,9 @@ const load = async <E>(
       requests: figures.requests,
       sseClients: figures.sseClients,
       sseReconnects: figures.sseReconnects,
+      reads: figures.reads,
+      readsAll: figures.readsAll,
+      readP50ms: figures.readP50ms,
       readP99ms: figures.readP99ms,
       errors: figures.errors,
       lostEvents: figures.lostEvents,
@@ -207,7 +217,10 @@ const memoryAtScale = async (filename: string) => {
   }
 }
 
-if (import.meta.main) {
+/** W7_STORES=pg (or sqlite) runs that store alone */
+const stores = (process.env.W7_STORES ?? "sqlite,pg").split(",")
+
+if (import.meta.main && stores.includes("sqlite")) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-w7-"))
   try {
     const filename = join(dir, "load.db")
@@ -218,6 +231,8 @@ if (import.meta.main) {
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+if (import.meta.main && stores.includes("pg")) {
   const pg = process.env.TOOLGATE_PG_URL
   if (pg) {
     const figures = await Effect.runPromise(
@@ -232,6 +247,8 @@ if (import.meta.main) {
   } else {
     console.log(JSON.stringify({ workload: "W7 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
   }
+}
+if (import.meta.main) {
   // a closed PgClient may still hold its LISTEN socket; the figures are out, so leave
   process.exit(0)
 }

@@ -11,19 +11,25 @@ import * as EncodeJson from "../../packages/server/src/internal/encodeJson.js"
 
 const viaSchema = <A, I>(schema: Schema.Schema<A, I>) => (value: A) => JSON.stringify(Schema.encodeSync(schema)(value))
 
+/**
+ * Valid requests: the args' arbitrary sometimes makes a `__proto__` key, which the args' own check
+ * refuses (so `Schema.encode` throws); the compiled JSON is for what the gate wrote, all valid.
+ */
+const requests = Arbitrary.make(ApprovalRequest.ApprovalRequest).filter(Schema.is(ApprovalRequest.ApprovalRequest))
+
 describe("compiled JSON of requests", () => {
   test("a request and a list of requests: the same text as Schema.encode", () => {
     const one = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
     const many = EncodeJson.compile(Schema.Array(ApprovalRequest.ApprovalRequest))
     fc.assert(
-      fc.property(Arbitrary.make(ApprovalRequest.ApprovalRequest), (request) => {
+      fc.property(requests, (request) => {
         expect(one(request)).toBe(viaSchema(ApprovalRequest.ApprovalRequest)(request))
       }),
       { numRuns: 500 }
     )
     fc.assert(
-      fc.property(fc.array(Arbitrary.make(ApprovalRequest.ApprovalRequest), { maxLength: 5 }), (requests) => {
-        expect(many(requests)).toBe(viaSchema(Schema.Array(ApprovalRequest.ApprovalRequest))(requests))
+      fc.property(fc.array(requests, { maxLength: 5 }), (list) => {
+        expect(many(list)).toBe(viaSchema(Schema.Array(ApprovalRequest.ApprovalRequest))(list))
       }),
       { numRuns: 100 }
     )

@@ -19,6 +19,25 @@ const decisions = (server: TestServer, from: number, count: number, sessionKey =
   )
 
 describe("audit stream (SSE)", () => {
+  it.live("a replay of events from before the server started and after: each once, in order", () =>
+    Effect.gen(function*() {
+      const earlier = yield* startServer()
+      yield* decisions(earlier, 1, 3)
+      const server = yield* startServer({ filename: earlier.filename })
+      yield* decisions(server, 4, 3)
+      // from the start, from within the earlier events, from the last of them, from within the later
+      const resumes = [0, 2, 3, 5, 6]
+      for (const [i, from] of resumes.entries()) {
+        const stream = yield* openStream(server, { token: "auditor", lastEventId: String(from) })
+        const replayed = Array.from({ length: 6 + i - from }, (_, k) => String(from + 1 + k))
+        expect((yield* stream.take(replayed.length)).map((e) => e.id)).toEqual(replayed)
+        // then live: the log has 6 events, and one more per stream before this one
+        yield* decisions(server, 100 + i, 1)
+        expect((yield* stream.take(1)).map((e) => e.id)).toEqual([String(7 + i)])
+        stream.close()
+      }
+    }))
+
   it.live("read, disconnect, resume with Last-Event-ID: exactly the rest, then live events", () =>
     Effect.gen(function*() {
       const server = yield* startServer()
@@ -131,8 +150,11 @@ describe("audit stream (SSE)", () => {
 
   it.live("a stream whose replay cannot be read ends; resumed once the log is back, it misses nothing", () =>
     Effect.gen(function*() {
-      const server = yield* startServer()
-      yield* decisions(server, 1, 3)
+      // events from before the server started: a replay of them reads the store (a server keeps
+      // only the live events it saw)
+      const earlier = yield* startServer()
+      yield* decisions(earlier, 1, 3)
+      const server = yield* startServer({ filename: earlier.filename })
       // Another connection takes the event log away, so the replay's read really fails.
       const other = new Database(server.filename)
       other.run("ALTER TABLE toolgate_events RENAME TO toolgate_events_away")

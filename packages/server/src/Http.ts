@@ -21,22 +21,112 @@
  *
  * @since 0.1.0
  */
-import { type HttpApi, HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  type HttpApi,
+  HttpApiBuilder,
+  HttpApiError,
+  type HttpApp,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Effect, Exit, Layer, Option, Schema, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { PassThrough } from "node:stream"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as AuditFanout from "./internal/auditFanout.js"
 import * as EncodeJson from "./internal/encodeJson.js"
+import * as IoTurn from "./internal/ioTurn.js"
+import * as LeanRoutes from "./internal/leanRoutes.js"
+import * as PendingLists from "./internal/pendingLists.js"
 
 const requestJson = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
-const requestsJson = EncodeJson.compile(Schema.Array(ApprovalRequest.ApprovalRequest))
 
 /** Requests as the endpoints' JSON, without a `Schema.encode` of what the gate read from its store. */
 const json = <A>(encode: (value: A) => string) => (value: A) =>
   HttpServerResponse.text(encode(value), { contentType: "application/json" })
+
+/**
+ * What the groups share in one server: one fan-out of the live audit log (the SSE clients' and
+ * the pending lists') and the pending lists it keeps fresh.
+ */
+class Shared extends Context.Tag("@tool-gate/server/Http/Shared")<Shared, {
+  readonly fanout: AuditFanout.Fanout
+  readonly pendingLists: PendingLists.PendingLists
+}>() {}
+
+const layerShared = Layer.scoped(
+  Shared,
+  Effect.gen(function*() {
+    const gate = yield* ToolGate.ToolGate
+    const store = yield* ApprovalStore.ApprovalStore
+    const fanout = yield* AuditFanout.make(gate, store, sseBytes)
+    return { fanout, pendingLists: PendingLists.make({ gate, store, fanout, encode: requestJson }) }
+  })
+)
+
+/**
+ * What the approvals group does, over a gate: the HttpApi handlers and the lean routes
+ * (`internal/leanRoutes.ts`) call the same functions, so both answer alike.
+ */
+const approvals = (gate: ToolGate.ToolGate["Type"], pendingLists: PendingLists.PendingLists) => {
+  // A request of a session the token may not see is answered exactly as a missing one.
+  const missing = (requestId: ApprovalRequest.RequestId) => () => new ToolGateError.RequestNotFound({ requestId })
+  /** The request, once the caller may read its session. */
+  const readable = (requestId: ApprovalRequest.RequestId) =>
+    Effect.tap(
+      gate.getRequest(requestId),
+      (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
+    )
+  type Answering = Effect.Effect<
+    Auth.Approver | Auth.GlobalApprover,
+    ToolGateError.RequestNotFound | ToolGateError.PersistenceError | Auth.Forbidden,
+    Auth.CurrentPrincipal
+  >
+  /**
+   * The caller, once it may answer for the request's session. A token that may answer for every
+   * session needs no read of the request here: the gate reads it anyway (and answers a missing
+   * one with the same `RequestNotFound`).
+   */
+  const approverOf = (requestId: ApprovalRequest.RequestId) =>
+    Effect.flatMap(Auth.CurrentPrincipal, (principal): Answering => {
+      const global = Auth.globalApprover(principal)
+      if (global !== undefined) return Effect.succeed(global)
+      return Effect.flatMap(
+        gate.getRequest(requestId),
+        (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
+      )
+    })
+  return {
+    pending: (sessionKey: ToolCall.SessionKey | undefined) =>
+      Effect.gen(function*() {
+        const principal = yield* Auth.CurrentPrincipal
+        if (sessionKey !== undefined) yield* Auth.readerFor(sessionKey, sessionNotFound)
+        const pending = yield* pendingLists.pending(sessionKey)
+        const visible = principal.sessions === undefined
+          ? pending
+          : pending.filter((request) => principal.canSee(request.sessionKey))
+        // the list's JSON, as its schema encodes it: each request's JSON, in order
+        return HttpServerResponse.text(`[${visible.map((request) => request.json).join(",")}]`, {
+          contentType: "application/json"
+        })
+      }),
+    get: (requestId: ApprovalRequest.RequestId) => Effect.map(readable(requestId), json(requestJson)),
+    // after the I/O turn, with the other answers read in it: they commit together
+    respond: (requestId: ApprovalRequest.RequestId, payload: ApprovalRequest.ApprovalResponse) =>
+      Effect.zipRight(
+        IoTurn.end,
+        Effect.flatMap(approverOf(requestId), (approver) =>
+          Effect.map(gate.respond(requestId, Auth.answerOf(approver, payload)), json(requestJson)))
+      ),
+    extend: (requestId: ApprovalRequest.RequestId, ttlMs: number) =>
+      Effect.flatMap(
+        approverOf(requestId),
+        (approver) => Effect.map(gate.extend(requestId, ttlMs, approver.name), json(requestJson))
+      )
+  }
+}
 
 /**
  * @since 0.1.0
@@ -44,50 +134,13 @@ const json = <A>(encode: (value: A) => string) => (value: A) =>
  */
 export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) =>
   Effect.gen(function*() {
-    const gate = yield* ToolGate.ToolGate
-    // A request of a session the token may not see is answered exactly as a missing one.
-    const missing = (requestId: ApprovalRequest.RequestId) => () => new ToolGateError.RequestNotFound({ requestId })
-    /** The request, once the caller may read its session. */
-    const readable = (requestId: ApprovalRequest.RequestId) =>
-      Effect.tap(
-        gate.getRequest(requestId),
-        (request) => Auth.readerFor(request.toolCall.sessionKey, missing(requestId))
-      )
-    type Answering = Effect.Effect<
-      Auth.Approver | Auth.GlobalApprover,
-      ToolGateError.RequestNotFound | ToolGateError.PersistenceError | Auth.Forbidden,
-      Auth.CurrentPrincipal
-    >
-    /**
-     * The caller, once it may answer for the request's session. A token that may answer for every
-     * session needs no read of the request here: the gate reads it anyway (and answers a missing
-     * one with the same `RequestNotFound`).
-     */
-    const approverOf = (requestId: ApprovalRequest.RequestId) =>
-      Effect.flatMap(Auth.CurrentPrincipal, (principal): Answering => {
-        const global = Auth.globalApprover(principal)
-        if (global !== undefined) return Effect.succeed(global)
-        return Effect.flatMap(
-          gate.getRequest(requestId),
-          (request) => Auth.approverFor(request.toolCall.sessionKey, missing(requestId))
-        )
-      })
+    const approvalsOf = approvals(yield* ToolGate.ToolGate, (yield* Shared).pendingLists)
     return handlers
-      .handle("pending", ({ urlParams }) =>
-        Effect.gen(function*() {
-          const principal = yield* Auth.CurrentPrincipal
-          if (urlParams.sessionKey !== undefined) yield* Auth.readerFor(urlParams.sessionKey, sessionNotFound)
-          const pending = yield* gate.pending({ sessionKey: urlParams.sessionKey })
-          return json(requestsJson)(pending.filter((request) => principal.canSee(request.toolCall.sessionKey)))
-        }))
-      .handle("get", ({ path }) => Effect.map(readable(path.requestId), json(requestJson)))
-      .handle("respond", ({ path, payload }) =>
-        Effect.flatMap(approverOf(path.requestId), (approver) =>
-          Effect.map(gate.respond(path.requestId, Auth.answerOf(approver, payload)), json(requestJson))))
-      .handle("extend", ({ path, payload }) =>
-        Effect.flatMap(approverOf(path.requestId), (approver) =>
-          Effect.map(gate.extend(path.requestId, payload.ttlMs, approver.name), json(requestJson))))
-  }))
+      .handle("pending", ({ urlParams }) => approvalsOf.pending(urlParams.sessionKey))
+      .handle("get", ({ path }) => approvalsOf.get(path.requestId))
+      .handle("respond", ({ path, payload }) => approvalsOf.respond(path.requestId, payload))
+      .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload.ttlMs))
+  })).pipe(Layer.provide(layerShared))
 
 /**
  * @since 0.1.0
@@ -228,9 +281,8 @@ const auditPageSize = 500
  */
 export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
   Effect.gen(function*() {
-    const gate = yield* ToolGate.ToolGate
     const store = yield* ApprovalStore.ApprovalStore
-    const fanout = yield* AuditFanout.make(gate, store, sseBytes)
+    const { fanout } = yield* Shared
     return handlers
       .handle("query", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -263,7 +315,7 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
           return yield* sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
         }))
-  }))
+  })).pipe(Layer.provide(layerShared))
 
 /**
  * @since 0.1.0
@@ -326,6 +378,25 @@ const unreadableBody = (limitBytes: number) =>
   return Effect.fail(new HttpApiError.HttpApiDecodeError({ issues: [{ _tag: "Type", path: [], message }], message }))
 }
 
+/** The body limit around `app`: see `layerBodyLimit`. */
+const bodyLimited = (limitBytes: number) => <E, R>(app: HttpApp.Default<E, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const length = Number(request.headers["content-length"] ?? 0)
+    if (length > limitBytes) return yield* tooLarge(limitBytes)
+    // Handlers without a payload (revoke, clear) never read the body: read it whole first, so a
+    // request whose body cannot be read fails before any handler acts on it. `text` is cached,
+    // so a handler with a payload decodes the same read.
+    const hasBody = request.headers["transfer-encoding"] !== undefined || length > 0
+    const readFirst = hasBody
+      ? Effect.zipRight(Effect.catchAll(request.text, (error) => Effect.die(error)), app)
+      : app
+    return yield* readFirst.pipe(
+      HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
+      Effect.catchAllDefect(unreadableBody(limitBytes))
+    )
+  })
+
 /**
  * Request bodies of at most `limitBytes`: a larger declared `Content-Length` is refused before
  * anything is read, and a body that grows past the limit while streaming is cut off; both 413.
@@ -337,20 +408,32 @@ const unreadableBody = (limitBytes: number) =>
  * @category layers
  */
 export const layerBodyLimit = (limitBytes: number): Layer.Layer<never> =>
-  HttpApiBuilder.middleware(Api, (app) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const length = Number(request.headers["content-length"] ?? 0)
-      if (length > limitBytes) return yield* tooLarge(limitBytes)
-      // Handlers without a payload (revoke, clear) never read the body: read it whole first, so a
-      // request whose body cannot be read fails before any handler acts on it. `text` is cached,
-      // so a handler with a payload decodes the same read.
-      const hasBody = request.headers["transfer-encoding"] !== undefined || length > 0
-      const readFirst = hasBody
-        ? Effect.zipRight(Effect.catchAll(request.text, (error) => Effect.die(error)), app)
-        : app
-      return yield* readFirst.pipe(
-        HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
-        Effect.catchAllDefect(unreadableBody(limitBytes))
-      )
-    }))
+  HttpApiBuilder.middleware(Api, bodyLimited(limitBytes))
+
+/**
+ * The body limit of `layerBodyLimit`, with answers (`POST /approvals/:requestId/respond`) and
+ * pending lists (`GET /approvals/pending`), the two requests a busy approval server gets most,
+ * served before the router: the same checks in the same order, the same schemas, handlers and
+ * error bodies, without the router's lookup and the HttpApi route's per-request work (small next
+ * to the gate's: tens of µs per answer). Use it instead of `layerBodyLimit`, not beside it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerBodyLimitWithLeanRoutes = (
+  limitBytes: number
+): Layer.Layer<never, never, ToolGate.ToolGate | ApprovalStore.ApprovalStore | Auth.Authentication> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const shared = yield* Shared
+    const lean = LeanRoutes.make(
+      (yield* Auth.Authentication).bearer,
+      approvals(yield* ToolGate.ToolGate, shared.pendingLists)
+    )
+    const limited = bodyLimited(limitBytes)
+    // The API's error encoding covers every endpoint's errors, not only the API-wide ones a
+    // middleware's type names: the lean routes fail with their endpoints' errors, as the handlers.
+    return HttpApiBuilder.middleware(
+      Api,
+      (app) => limited(lean(app)) as HttpApp.Default<HttpApiError.HttpApiDecodeError | PayloadTooLarge>
+    )
+  })).pipe(Layer.provide(layerShared))

@@ -129,8 +129,9 @@ const serveTraced = <A, E, R>(serve: Layer.Layer<A, E, R>): Layer.Layer<A, E, R>
 
 /**
  * The API, its documentation, the web console and the body limit, with authentication, served by
- * whatever `HttpServer` is provided. Each request gets the platform's server span when a tracer is
- * installed (one provided to this layer or around it).
+ * whatever `HttpServer` is provided; answers and pending lists are taken before the router
+ * (`Http.layerBodyLimitWithLeanRoutes`). Each request gets the platform's server span when a
+ * tracer is installed (one provided to this layer or around it).
  *
  * @since 0.1.0
  * @category layers
@@ -148,7 +149,7 @@ export const layerApp = (
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
         HttpApiSwagger.layer({ path: docsPath }),
         WebConsole.layer,
-        Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024)
+        Http.layerBodyLimitWithLeanRoutes(options.maxBodyBytes ?? 64 * 1024)
       )
     ),
     Layer.provide(Http.layer),

@@ -3,9 +3,9 @@
  * a free loopback port, over a SQLite file in a temp dir, with three tokens. Requests go through
  * `fetch`, as any client's would.
  */
-import { HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { type ApprovalRequest, ApprovalStore, PauseSignal, Policy, type ToolCall, ToolGate } from "@tool-gate/core"
-import { type Auth, Server } from "@tool-gate/server"
+import { Auth, Http, Server } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { join } from "node:path"
@@ -87,6 +87,49 @@ export const authorization = (token: RequestOptions["token"]): Record<string, st
   return { authorization: `Bearer ${value}` }
 }
 
+/** Requests to a server at `url`, as `TestServer.request`. */
+const requester = (url: string) => (method: string, path: string, request: RequestOptions = {}) =>
+  Effect.promise(async (): Promise<Reply> => {
+    const headers: Record<string, string> = { ...authorization(request.token), ...request.headers }
+    let body: string | ReadableStream<Uint8Array> | undefined
+    if (request.raw !== undefined || request.body !== undefined) {
+      body = request.raw ?? JSON.stringify(request.body)
+    } else if (request.chunked !== undefined) {
+      body = chunkedStream(request.chunked)
+    }
+    if (body !== undefined) headers["content-type"] ??= "application/json"
+    const response = await fetch(`${url}${path}`, { method, headers, body })
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    return { status: response.status, headers: response.headers, text, json }
+  })
+
+/**
+ * A second server over `server`'s gate and store that serves every request through the HttpApi
+ * router (the body limit without the lean routes), to compare answers with; its `request`.
+ */
+export const startRouterOnlyServer = (server: TestServer, options: { readonly maxBodyBytes?: number } = {}) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      HttpApiBuilder.serve().pipe(
+        Layer.provide(Http.layerBodyLimit(options.maxBodyBytes ?? 64 * 1024)),
+        Layer.provide(Http.layer),
+        Layer.provide(Auth.layer(tokenList)),
+        Layer.provide(Layer.succeed(ToolGate.ToolGate, server.gate)),
+        Layer.provide(Layer.succeed(ApprovalStore.ApprovalStore, server.store)),
+        Layer.provideMerge(Server.layerNodeServer({ port: 0 }))
+      )
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
+    return requester(`http://127.0.0.1:${address.port}`)
+  })
+
 /** Starts a server for the current scope; `filename` to share a database file with other processes. */
 export const startServer = (options: { readonly filename?: string; readonly maxBodyBytes?: number } = {}) =>
   Effect.gen(function*() {
@@ -99,26 +142,7 @@ export const startServer = (options: { readonly filename?: string; readonly maxB
     const address = Context.get(context, HttpServer.HttpServer).address
     if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
     const url = `http://127.0.0.1:${address.port}`
-    const request = (method: string, path: string, request: RequestOptions = {}) =>
-      Effect.promise(async (): Promise<Reply> => {
-        const headers: Record<string, string> = { ...authorization(request.token), ...request.headers }
-        let body: string | ReadableStream<Uint8Array> | undefined
-        if (request.raw !== undefined || request.body !== undefined) {
-          body = request.raw ?? JSON.stringify(request.body)
-        } else if (request.chunked !== undefined) {
-          body = chunkedStream(request.chunked)
-        }
-        if (body !== undefined) headers["content-type"] ??= "application/json"
-        const response = await fetch(`${url}${path}`, { method, headers, body })
-        const text = await response.text()
-        let json: unknown
-        try {
-          json = text === "" ? undefined : JSON.parse(text)
-        } catch {
-          json = undefined
-        }
-        return { status: response.status, headers: response.headers, text, json }
-      })
+    const request = requester(url)
     return {
       url,
       filename,

@@ -4,8 +4,9 @@
  * client's response as bytes, so a client costs a filter and a write per batch, not a stream of
  * its own per event.
  *
- * A client replays the log from the store first (pages of 500), while the fan-out holds what it
- * reads for the client; then, in one synchronous step, it takes what was held after its last
+ * A client replays the log from the store first (pages of 500), or from the last live events the
+ * fan-out keeps once they reach back far enough, while the fan-out holds what it reads for the
+ * client; then, in one synchronous step, it takes what was held after its last
  * replayed event and goes live. The fan-out reads the log from the head it found when it started
  * (`auditLog`: nothing after it is missed), and a client starts its replay only once that head is
  * known, so its replay reaches at least that far: between them, nothing is missed, nothing twice.
@@ -30,7 +31,25 @@ interface Client {
   readonly fail: (cause: Cause.Cause<ToolGateError.PersistenceError>) => void
 }
 
+/**
+ * How far the live log has reached the fan-out, for caches of what the log's events change (the
+ * pending lists): events arrive in seq order, none skipped, from the head the fan-out started at.
+ */
+export interface Position {
+  /** one per (re)start of the fan-out: what was seen under another is no longer known */
+  readonly epoch: number
+  /** the head the fan-out started reading after */
+  readonly startedAfter: number
+  /** the seq of the last event that arrived (the head it started at before any did) */
+  readonly through: number
+}
+
 export interface Fanout {
+  /** where the live log stands, or `undefined` while the fan-out is (re)starting */
+  readonly position: () => Position | undefined
+  /** Calls `watcher` with each live event as it arrives, in seq order, before any client gets it. */
+  readonly watch: (watcher: (event: AuditEvent.AuditEvent) => void) => void
+
   /**
    * Follows the log for one client: replays from `afterSeq`, then live; `push` gets the bytes of
    * each batch, `fail` the cause that ends the stream. Stops when the scope closes.
@@ -59,9 +78,14 @@ const take = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Arr
 export const make = (
   gate: ToolGate.ToolGate["Type"],
   store: ApprovalStore.ApprovalStore["Type"],
-  render: Render
+  render: Render,
+  options?: {
+    /** live events kept for the replays of clients that resume after one of them (default 5,000) */
+    readonly recent?: number | undefined
+  }
 ): Effect.Effect<Fanout, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const maxRecent = options?.recent ?? 5_000
     const clients = new Set<Client>()
     /** the head the running fan-out reads from, once known; replaced when it starts again */
     let started = yield* Deferred.make<number>()
@@ -85,22 +109,46 @@ export const make = (
       arrived = []
       deliver(events)
     })
+    let position: { epoch: number; startedAfter: number; through: number } | undefined
+    /**
+     * The last live events, in seq order, every one that arrived since the first of them: a client
+     * resuming after one of them replays from here (the same objects as the live clients got, so
+     * rendered already) instead of reading and decoding the log again.
+     */
+    let recent: Array<AuditEvent.AuditEvent> = []
+    let epoch = 0
+    const watchers: Array<(event: AuditEvent.AuditEvent) => void> = []
+
     const collect = (chunk: Chunk.Chunk<AuditEvent.AuditEvent>) =>
       Effect.suspend(() => {
         const idle = arrived.length === 0
-        for (const event of chunk) arrived.push(event)
+        for (const event of chunk) {
+          position!.through = event.seq
+          for (const watcher of watchers) watcher(event)
+          recent.push(event)
+          arrived.push(event)
+        }
+        if (recent.length > 2 * maxRecent) recent = recent.slice(-maxRecent)
         return idle && arrived.length > 0 ? Effect.forkDaemon(Effect.zipRight(Effect.yieldNow(), flush)) : Effect.void
       })
 
     const run = Effect.flatMap(store.lastSeq, (head) =>
       Effect.zipRight(
-        Deferred.succeed(started, head),
+        Effect.zipRight(
+          Effect.sync(() => {
+            recent = []
+            position = { epoch: ++epoch, startedAfter: head, through: head }
+          }),
+          Deferred.succeed(started, head)
+        ),
         Stream.runForEachChunk(gate.auditLog({ afterSeq: head }), collect)
       ))
 
     /** Every client's stream ends with the failure (it resumes with Last-Event-ID); a new start, a new head. */
     const restart = (cause: Cause.Cause<ToolGateError.PersistenceError>) =>
       Effect.gen(function*() {
+        position = undefined
+        recent = []
         for (const client of clients) client.fail(cause)
         clients.clear()
         started = yield* Deferred.make<number>()
@@ -115,6 +163,19 @@ export const make = (
       Effect.forkScoped
     )
 
+    /**
+     * The rest of a client's replay from the recent events, when nothing it still needs is older
+     * than they are (then every event after its last one that arrived is among them, and the
+     * others are to come live): says whether they sufficed.
+     */
+    const replayRecent = (client: Client): boolean => {
+      if (position === undefined) return false
+      if (client.last < position.through && (recent.length === 0 || recent[0]!.seq > client.last + 1)) return false
+      const taken = take(client, recent)
+      if (taken.length > 0) client.push(render(taken))
+      return true
+    }
+
     const follow: Fanout["follow"] = ({ fail, keep, push, query }) =>
       Effect.gen(function*() {
         const client: Client = { keep, last: query.afterSeq ?? 0, held: [], push, fail }
@@ -123,7 +184,7 @@ export const make = (
           () => Effect.sync(() => clients.delete(client))
         )
         yield* Deferred.await(started)
-        while (true) {
+        while (!replayRecent(client)) {
           const page = yield* store.events({ ...query, afterSeq: client.last, limit: pageSize })
           const taken = take(client, page)
           if (taken.length > 0) push(render(taken))
@@ -140,5 +201,5 @@ export const make = (
         Effect.asVoid
       )
 
-    return { follow }
+    return { follow, position: () => position, watch: (watcher) => void watchers.push(watcher) }
   })
