@@ -16,6 +16,15 @@ import { decision, open } from "./fixtures.js"
 
 const noFallback = "1 hour"
 
+/** A store instance on the SQLite file, woken by the file feed alone. */
+const fileFeedInstance = (file: string) =>
+  open(
+    SqlApprovalStore.layer({ clock: "caller" }).pipe(
+      Layer.provide(ToolGateSqlite.layerFileFeed(file, noFallback)),
+      Layer.provideMerge(sqliteClient(file))
+    )
+  )
+
 /**
  * `writer` commits until `reader`'s subscription is hinted (a feed may start listening after the
  * first commits); then the reader finds the commit that woke it. Fails if no hint ever comes.
@@ -41,13 +50,7 @@ describe("change feeds across store instances", () => {
   it.live("SQLite: the file feed wakes another instance's subscriber on a commit", () =>
     Effect.gen(function*() {
       const file = join(yield* tempDir, "toolgate.db")
-      const instance = () =>
-        open(
-          SqlApprovalStore.layer({ clock: "caller" }).pipe(
-            Layer.provide(ToolGateSqlite.layerFileFeed(file, noFallback)),
-            Layer.provideMerge(sqliteClient(file))
-          )
-        )
+      const instance = () => fileFeedInstance(file)
       yield* wokenAcross(Effect.all([instance(), instance()]))
     }), 30_000)
 })
@@ -58,13 +61,7 @@ describe("change feeds and this instance's own commits", () => {
     () =>
       Effect.gen(function*() {
         const file = join(yield* tempDir, "toolgate.db")
-        const instance = () =>
-          open(
-            SqlApprovalStore.layer({ clock: "caller" }).pipe(
-              Layer.provide(ToolGateSqlite.layerFileFeed(file, noFallback)),
-              Layer.provideMerge(sqliteClient(file))
-            )
-          )
+        const instance = () => fileFeedInstance(file)
         const [own, other] = yield* Effect.all([instance(), instance()])
         const hints = yield* own!.store.subscribe
         // the file watch starts with the subscription: let its first signals pass
