@@ -29,6 +29,22 @@ const bashGrant = (id: string, sessionKey: string, expiresAt?: number) =>
     ...(expiresAt !== undefined ? { expiresAt } : {})
   })
 
+/** `ask` approved for its session by ana (grant `sa_${n}`), or denied by bob, 5 ms after it was made. */
+const approvedForSession = (ask: ApprovalRequest.ApprovalRequest, n: number): ApprovalRequest.Resolution => ({
+  status: "approved",
+  decision: "approve_session",
+  respondedBy: "ana",
+  scope: "tool",
+  sessionApprovalId: `sa_${n}`,
+  resolvedAt: ask.createdAt + 5
+})
+const deniedBy = (ask: ApprovalRequest.ApprovalRequest): ApprovalRequest.Resolution => ({
+  status: "denied",
+  decision: "deny",
+  respondedBy: "bob",
+  resolvedAt: ask.createdAt + 5
+})
+
 const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | SqlClient.SqlClient, E>) =>
   describe(`merged request writes (${name})`, () => {
     it.scoped("64 requests in flight: one per call id is created, the rest meet it; covered calls are not asked", () =>
@@ -103,20 +119,8 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
         for (const ask of asks) yield* store.createRequest(ask, requested(ask))
         // per request: an approval for the session (with its grant), a denial, and the pre-expiry warning
         const calls = asks.flatMap((ask, n) => {
-          const approve: ApprovalRequest.Resolution = {
-            status: "approved",
-            decision: "approve_session",
-            respondedBy: "ana",
-            scope: "tool",
-            sessionApprovalId: `sa_${n}`,
-            resolvedAt: ask.createdAt + 5
-          }
-          const deny: ApprovalRequest.Resolution = {
-            status: "denied",
-            decision: "deny",
-            respondedBy: "bob",
-            resolvedAt: ask.createdAt + 5
-          }
+          const approve = approvedForSession(ask, n)
+          const deny = deniedBy(ask)
           return [
             store.resolve(ask.requestId, approve, AuditEvent.approvalResolved(ask, approve), {
               ...bashGrant(`sa_${n}`, ask.toolCall.sessionKey),
@@ -167,16 +171,7 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
         const answer = (ask: ApprovalRequest.ApprovalRequest, n: number, approve: boolean) =>
           store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
             seen.push(claimed)
-            const resolution: ApprovalRequest.Resolution = approve
-              ? {
-                status: "approved",
-                decision: "approve_session",
-                respondedBy: "ana",
-                scope: "tool",
-                sessionApprovalId: `sa_${n}`,
-                resolvedAt: ask.createdAt + 5
-              }
-              : { status: "denied", decision: "deny", respondedBy: "bob", resolvedAt: ask.createdAt + 5 }
+            const resolution = approve ? approvedForSession(ask, n) : deniedBy(ask)
             return {
               resolution,
               event: AuditEvent.approvalResolved(claimed, resolution),

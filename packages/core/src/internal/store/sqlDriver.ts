@@ -3,7 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
-import type { ApprovalEncoded, Encoded, EventEncoded, EventRow, RequestEncoded } from "../../ApprovalStore.js"
+import type { ApprovalEncoded, Encoded, EventEncoded, EventRow } from "../../ApprovalStore.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
@@ -123,16 +123,15 @@ export const make = (
         return rowsOf
       })
 
-    type RequestWrite = { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
     /** PostgreSQL with one event per request: the statements that write both in one round trip apply. */
-    const foldsWithRequests = (writes: ReadonlyArray<RequestWrite>) =>
+    const foldsWithRequests = (writes: ReadonlyArray<Merged.RequestWrite>) =>
       !isSqlite && writes.every((write) => write.events.length === 1)
 
     /**
      * PostgreSQL: each write's one event numbered and written by `statement` beside its request's
      * columns; the statement's rows and each write's own event rows.
      */
-    const numberedWithRequests = <W extends RequestWrite>(
+    const numberedWithRequests = <W extends Merged.RequestWrite>(
       statement: (
         rows: ReadonlyArray<Statements.EventRow & Statements.RequestColumns>
       ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
@@ -155,7 +154,7 @@ export const make = (
      * Appends the events of claimed requests and rewrites those requests; each write's own event
      * rows back. On PostgreSQL, when each claim has one event, in one statement (one round trip).
      */
-    const appendRewriting = <W extends RequestWrite>(
+    const appendRewriting = <W extends Merged.RequestWrite>(
       writes: ReadonlyArray<W>
     ): Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure> =>
       writes.length === 0
@@ -172,7 +171,7 @@ export const make = (
      * event; each write's own event rows back, or `None` when a request id was taken (nothing of
      * it may commit). On PostgreSQL, when each request has one event, in one statement.
      */
-    const insertRequests = <W extends RequestWrite>(
+    const insertRequests = <W extends Merged.RequestWrite>(
       writes: ReadonlyArray<W>
     ): Effect.Effect<Option.Option<Map<W, ReadonlyArray<EventRow>>>, Failure> =>
       writes.length === 0

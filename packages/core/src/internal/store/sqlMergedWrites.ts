@@ -46,6 +46,12 @@ export interface NewRequest {
   readonly covering: Parameters<Encoded["insertRequest"]>[2]
 }
 
+/** A request written with its events: a new one, or a claimed one rewritten. */
+export interface RequestWrite {
+  readonly events: ReadonlyArray<EventEncoded>
+  readonly request: RequestEncoded
+}
+
 export interface ClaimInput {
   readonly requestId: string
   readonly claim: Claim
@@ -62,13 +68,13 @@ export const make = (options: {
   ) => Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure>
   /** appends the events of claimed requests and rewrites the requests (one statement where it can) */
   readonly appendRewriting: <
-    W extends { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
+    W extends RequestWrite
   >(
     writes: ReadonlyArray<W>
   ) => Effect.Effect<Map<W, ReadonlyArray<EventRow>>, Failure>
   /** inserts new requests with their events; `None` when a request id was taken */
   readonly insertRequests: <
-    W extends { readonly events: ReadonlyArray<EventEncoded>; readonly request: RequestEncoded }
+    W extends RequestWrite
   >(
     writes: ReadonlyArray<W>
   ) => Effect.Effect<Option.Option<Map<W, ReadonlyArray<EventRow>>>, Failure>
