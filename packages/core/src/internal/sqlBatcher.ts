@@ -60,6 +60,12 @@ export interface Options {
   readonly reserve: Effect.Effect<Connection, SqlError, Scope.Scope>
   /** statements that open a writing transaction (`BEGIN IMMEDIATE`; `BEGIN` + a lock) */
   readonly begin: ReadonlyArray<string>
+  /**
+   * Run `begin`, `COMMIT` and `ROLLBACK` as prepared statements, kept in the connection's cache
+   * (SQLite: else each is compiled again on every transaction). Off for a `begin` of several
+   * statements in one text, which only PostgreSQL's simple protocol runs.
+   */
+  readonly prepared?: boolean | undefined
   /** most calls per batch (bounds how long the write lock is held) */
   readonly maxBatch?: number | undefined
 }
@@ -97,7 +103,9 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     let crowded = false
     const signal = yield* Queue.sliding<void>(1)
 
-    const statement = (conn: Connection, text: string) => conn.executeUnprepared(text, [], undefined)
+    const statement = options.prepared
+      ? (conn: Connection, text: string) => conn.execute(text, [], undefined)
+      : (conn: Connection, text: string) => conn.executeUnprepared(text, [], undefined)
 
     const onConnection = (conn: Connection) => <A, E>(body: Effect.Effect<A, E>) =>
       Effect.exit(Effect.provideService(body, SqlClient.TransactionConnection, [conn, 0] as const))

@@ -67,7 +67,8 @@ export const make = (
     const batcher = yield* Batcher.make({
       reserve: sql.reserve,
       // PostgreSQL: one round trip (a simple query of two statements)
-      begin: isSqlite ? ["BEGIN IMMEDIATE"] : [`BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)})`]
+      begin: isSqlite ? ["BEGIN IMMEDIATE"] : [`BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)})`],
+      prepared: isSqlite
     })
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
     // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order
