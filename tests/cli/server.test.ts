@@ -181,6 +181,12 @@ describe("toolgate against a server", () => {
     const id2 = await f.pause(bash("srv-edit", "c2"))
     const extended = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "1h"])
     expect(extended.expiresAt).toBeGreaterThan(Date.now() + 50 * 60 * 1000)
+    // through the server too: a shorter --ttl keeps the deadline, --shorten brings it forward
+    const kept = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "10m"])
+    expect(kept.expiresAt).toBe(extended.expiresAt)
+    const shortened = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "10m", "--shorten"])
+    expect(shortened.expiresAt).toBeLessThanOrEqual(Date.now() + 10 * 60 * 1000)
+    expect(shortened.expiresAt).toBeGreaterThan(Date.now() + 9 * 60 * 1000)
     await toolgate(["approve", id2, ...as("approver"), "--session"])
     const [grant] = await toolgateJson(["approvals", "list", ...as("auditor"), "--session", "srv-edit"])
     expect(grant).toMatchObject({ scope: "exact", grantedBy: "ana", requestId: id2 })

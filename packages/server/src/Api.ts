@@ -95,13 +95,17 @@ const SessionPath = Schema.Struct({ sessionKey: ToolCall.SessionKey })
 
 /**
  * The body of `POST /approvals/:requestId/extend`: whole milliseconds from 1 to a year
- * (`Limits.TtlMillis`, as every duration the gate takes).
+ * (`Limits.TtlMillis`, as every duration the gate takes). The deadline moves to `ttlMs` from now
+ * only if that is later, unless `allowShorten` is `true`.
  *
  * @since 0.1.0
  * @category models
  */
 export const Extension = Schema.Struct({
-  ttlMs: Limits.TtlMillis
+  ttlMs: Limits.TtlMillis,
+  allowShorten: Schema.optional(Schema.Boolean).annotations({
+    description: "`true` lets `ttlMs` bring the deadline forward; by default a deadline already later is kept"
+  })
 }).annotations({ identifier: "Extension", ...strict })
 
 /**
@@ -239,7 +243,11 @@ export class ApprovalsGroup extends behindToken(
         .addError(AlreadyResolved)
         .addError(RequestExpired)
         .addError(ToolGateError.InvalidDuration)
-        .annotate(OpenApi.Description, "Gives a pending request `ttlMs` more milliseconds from now.")
+        .annotate(
+          OpenApi.Description,
+          "Moves a pending request's deadline to `ttlMs` milliseconds from now if that is later (extending never " +
+            "shortens: an earlier deadline keeps the request as it is). With `allowShorten: true` it may come forward."
+        )
     )
 ) {}
 

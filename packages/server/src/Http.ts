@@ -33,7 +33,7 @@ import { RequestError } from "@effect/platform/HttpServerError"
 import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
 import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { PassThrough } from "node:stream"
-import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
+import { Api, type Extension, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as AuditFanout from "./internal/auditFanout.js"
 import * as EncodeJson from "./internal/encodeJson.js"
@@ -120,10 +120,14 @@ const approvals = (gate: ToolGate.ToolGate["Type"], pendingLists: PendingLists.P
         Effect.flatMap(approverOf(requestId), (approver) =>
           Effect.map(gate.respond(requestId, Auth.answerOf(approver, payload)), json(requestJson)))
       ),
-    extend: (requestId: ApprovalRequest.RequestId, ttlMs: number) =>
+    extend: (requestId: ApprovalRequest.RequestId, extension: typeof Extension.Type) =>
       Effect.flatMap(
         approverOf(requestId),
-        (approver) => Effect.map(gate.extend(requestId, ttlMs, approver.name), json(requestJson))
+        (approver) =>
+          Effect.map(
+            gate.extend(requestId, extension.ttlMs, approver.name, { allowShorten: extension.allowShorten }),
+            json(requestJson)
+          )
       )
   }
 }
@@ -139,7 +143,7 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
       .handle("pending", ({ urlParams }) => approvalsOf.pending(urlParams.sessionKey))
       .handle("get", ({ path }) => approvalsOf.get(path.requestId))
       .handle("respond", ({ path, payload }) => approvalsOf.respond(path.requestId, payload))
-      .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload.ttlMs))
+      .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload))
   })).pipe(Layer.provide(layerShared))
 
 /**
