@@ -35,6 +35,7 @@ layer(FixtureLive)("bad inputs", (it) => {
             if (row.expected.tag !== undefined) expect(reply.json?._tag).toBe(row.expected.tag)
             if (reply.status !== 404 || row.expected.tag !== undefined) expect(reply.json.message).toBeString()
             if (row.expected.message !== undefined) expect(reply.json.message).toContain(row.expected.message)
+            if (row.expected.allow !== undefined) expect(reply.headers.get("allow")).toBe(row.expected.allow)
             if (row.expected.paths !== undefined) {
               expect(problemPaths(reply.json)).toEqual(expect.arrayContaining([...row.expected.paths]))
             }

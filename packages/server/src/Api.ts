@@ -86,6 +86,31 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   HttpApiSchema.annotations({ status: 413 })
 ) {}
 
+/**
+ * A request for a path the server does not serve.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()(
+  "RouteNotFound",
+  { method: Schema.String, path: Schema.String, message: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/**
+ * A request for a path the server serves, with a method it does not serve there; `allow` lists
+ * the ones it does (the response's `Allow` header too).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
+  "MethodNotAllowed",
+  { method: Schema.String, path: Schema.String, allow: Schema.Array(Schema.String), message: Schema.String },
+  HttpApiSchema.annotations({ status: 405 })
+) {}
+
 // Bodies are decoded strictly: every problem is reported, and an unknown key (a misspelt
 // `editedArgs`, say) is an error rather than silently ignored.
 const strict = { parseOptions: { errors: "all", onExcessProperty: "error" } } as const
@@ -148,7 +173,15 @@ export const AuditParams = Schema.Struct({
   ...streamFilters,
   since: Schema.optional(TimeParam),
   until: Schema.optional(TimeParam),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+  // decimal digits only, as `afterSeq`: NumberFromString alone reads "1e3" and " 10"
+  limit: Schema.optional(
+    Schema.String.pipe(
+      Schema.pattern(/^[1-9][0-9]{0,3}$/, { message: () => "expected a whole number from 1 to 1000 (digits only)" }),
+      Schema.compose(Schema.NumberFromString),
+      Schema.int(),
+      Schema.between(1, 1000)
+    )
+  )
 })
 
 /**
