@@ -21,6 +21,7 @@ import type { HttpMethod } from "@effect/platform/HttpMethod"
 import { ApprovalRequest, AuditEvent, Limits, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
 import { Authentication, Forbidden, Role } from "./Auth.js"
+import * as OpenApiSchemas from "./internal/openApiSchemas.js"
 
 /**
  * The core's errors compute `message` from their fields instead of storing it, so their own
@@ -127,7 +128,10 @@ const SessionPath = Schema.Struct({ sessionKey: ToolCall.SessionKey })
  * @category models
  */
 export const Extension = Schema.Struct({
-  ttlMs: Limits.TtlMillis,
+  // the bounds the filter checks, said in the document too (the filter alone reads as any number)
+  ttlMs: Limits.TtlMillis.annotations({
+    jsonSchema: { type: "integer", minimum: 1, maximum: Limits.maxTtlMs }
+  }),
   allowShorten: Schema.optional(Schema.Boolean).annotations({
     description: "`true` lets `ttlMs` bring the deadline forward; by default a deadline already later is kept"
   })
@@ -390,6 +394,8 @@ export class HealthGroup extends HttpApiGroup.make("health")
 {}
 
 /**
+ * The API. Its OpenAPI document's schemas compile as JSON Schema 2020-12 in a strict validator.
+ *
  * @since 0.1.0
  * @category api
  */
@@ -402,4 +408,5 @@ export class Api extends HttpApi.make("tool-gate")
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "tool-gate approval API")
   .annotate(OpenApi.Version, "0.1.0")
+  .annotate(OpenApi.Transform, OpenApiSchemas.typedRefs)
 {}
