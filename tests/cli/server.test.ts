@@ -245,11 +245,21 @@ describe("toolgate against a server", () => {
     )
     expect(refused.stderr.trim().split("\n")).toHaveLength(1)
 
-    const taken = await toolgate(["serve", "--db", f.db, "--port", new URL(url).port], {
-      TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }])
-    })
+    const env = { TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }]) }
+    const takenPort = new URL(url).port
+    const taken = await toolgate(["serve", "--db", f.db, "--port", takenPort], env)
     expect(taken.code).toBe(8)
-    expect(taken.stderr.trim().split("\n")).toHaveLength(1)
+    expect(taken.stdout).toBe("")
+    expect(taken.stderr.trim()).toBe(
+      `toolgate: cannot listen on 127.0.0.1:${takenPort}: the address is already in use: another process listens on ` +
+        `port ${takenPort} (stop it or pick another --port) (EADDRINUSE)`
+    )
+    // an address that is not this machine's (TEST-NET-1, reserved for documentation)
+    const elsewhere = await toolgate(["serve", "--db", f.db, "--port", "0", "--host", "192.0.2.1"], env)
+    expect(elsewhere.code).toBe(8)
+    expect(elsewhere.stderr.trim()).toBe(
+      "toolgate: cannot listen on 192.0.2.1:0: the address is not one of this machine's (check --host) (EADDRNOTAVAIL)"
+    )
   })
 
   test(
