@@ -53,6 +53,7 @@ function notice(text, kind) {
     el("span", {}, text),
     el("button", { type: "button", class: "link", "aria-label": "Close", onclick: () => item.remove() }, "×")
   )
+  // the newest first; a few at most, so the docked notices never cover much of the list
   $("notices").prepend(item)
-  for (const old of [...$("notices").children].slice(5)) old.remove()
+  for (const old of [...$("notices").children].slice(3)) old.remove()
 }
