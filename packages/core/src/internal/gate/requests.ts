@@ -130,7 +130,12 @@ export const make = (options: {
       const refused = (r: ApprovalRequest.ApprovalRequest) =>
         r.status === "expired"
           ? new RequestExpired({ requestId, expiresAt: r.expiresAt })
-          : new AlreadyResolved({ requestId, status: r.status as "approved" | "denied" })
+          : new AlreadyResolved({
+            requestId,
+            status: r.status as "approved" | "denied",
+            // who answered, as a refused answer says
+            ...(r.resolution?.respondedBy !== undefined ? { respondedBy: r.resolution.respondedBy } : {})
+          })
       if (settled.status !== "pending") return yield* refused(settled)
       // An operator who asks for a TTL shorter than the time left wants at least that long, not
       // less: only an explicit `allowShorten` brings the deadline forward.
