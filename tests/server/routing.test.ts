@@ -61,8 +61,12 @@ describe("routing", () => {
       { method: "DELETE", path: "/sessions/:sessionKey/approvals" },
       { method: "GET", path: "/sessions/:sessionKey/approvals" }
     ])
-    expect(diagnose("PUT", "/approvals/pending?x=1")).toEqual({ _tag: "MethodNotAllowed", allow: ["GET"] })
-    expect(diagnose("POST", "/sessions/s1/approvals")).toEqual({ _tag: "MethodNotAllowed", allow: ["DELETE", "GET"] })
+    expect(diagnose("PUT", "/approvals/pending?x=1")).toEqual({ _tag: "MethodNotAllowed", allow: ["GET", "HEAD"] })
+    expect(diagnose("DELETE", "/approvals/x/respond")).toEqual({ _tag: "MethodNotAllowed", allow: ["POST"] })
+    expect(diagnose("POST", "/sessions/s1/approvals")).toEqual({
+      _tag: "MethodNotAllowed",
+      allow: ["DELETE", "GET", "HEAD"]
+    })
     expect(diagnose("GET", "/approvals/a%ZZ")).toEqual({
       _tag: "BadPathParameter",
       name: "requestId",

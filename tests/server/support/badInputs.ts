@@ -319,33 +319,33 @@ const unrouted: ReadonlyArray<Row> = [
     input: "DELETE on a request",
     method: "DELETE",
     path: (ids) => `/approvals/${ids.pending}`,
-    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET" }
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
   },
   {
     input: "PUT on the pending list",
     method: "PUT",
     path: () => "/approvals/pending",
     options: { body: {} },
-    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET" }
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
   },
   {
     input: "POST on a session's approvals",
     method: "POST",
     path: () => "/sessions/s1/approvals",
-    expected: { status: 405, tag: "MethodNotAllowed", allow: "DELETE, GET" }
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "DELETE, GET, HEAD" }
   },
   {
     input: "POST on health, no token",
     method: "POST",
     path: () => "/health",
     options: { token: null },
-    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET" }
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
   },
   {
     input: "POST on the OpenAPI document",
     method: "POST",
     path: () => "/openapi.json",
-    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET" }
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
   },
   {
     input: "an unknown route, no token",

@@ -68,7 +68,10 @@ export const make = (routes: ReadonlyArray<Route>) => {
     if (matching.length === 0) return { _tag: "NotFound" }
     const same = matching.filter(({ template }) => template.method === method)
     if (same.length === 0) {
-      return { _tag: "MethodNotAllowed", allow: [...new Set(matching.map(({ template }) => template.method))].sort() }
+      const methods = new Set(matching.map(({ template }) => template.method))
+      // the router answers HEAD wherever it answers GET
+      if (methods.has("GET")) methods.add("HEAD")
+      return { _tag: "MethodNotAllowed", allow: [...methods].sort() }
     }
     for (const { template, values } of same) {
       for (let i = 0; i < values.length; i++) {
