@@ -451,20 +451,21 @@ const unrouted = (request: HttpServerRequest.HttpServerRequest) => {
  * `app` with requests it would misread refused first (a query parameter given twice), and the
  * ones its router does not route answered by `unrouted`.
  */
-const routed = <E, R>(app: HttpApp.Default<E, R>) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const repeated = Routing.repeatedParameter(request.url)
-    if (repeated !== undefined) {
-      return Effect.fail(decodeError(
-        [repeated.name],
-        `is given ${repeated.times} times; give it once`,
-        `The query parameter ${repeated.name} is given ${repeated.times} times; give it once`
-      ))
-    }
-    return Effect.catchIf(app, (error): error is Extract<E, Unrouted> =>
-      error instanceof Unrouted, () =>
-      unrouted(request))
-  })
+const routed = <E, R>(request: HttpServerRequest.HttpServerRequest, app: HttpApp.Default<E, R>) => {
+  const repeated = Routing.repeatedParameter(request.url)
+  if (repeated !== undefined) {
+    return Effect.fail(decodeError(
+      [repeated.name],
+      `is given ${repeated.times} times; give it once`,
+      `The query parameter ${repeated.name} is given ${repeated.times} times; give it once`
+    ))
+  }
+  return Effect.catchIf(
+    app,
+    (error): error is Extract<E, Unrouted> => error instanceof Unrouted,
+    () => unrouted(request)
+  )
+}
 
 /**
  * How deep a request body may nest: deeper than any gate takes arguments (`Limits.maxCallLimits`)
@@ -495,9 +496,9 @@ const bodyLimited = (limitBytes: number) => <E, R>(app: HttpApp.Default<E, R>) =
           Effect.catchAll(request.text, (error) => Effect.die(error)),
           (text) => Routing.nestsDeeperThan(text, maxBodyDepth) ? Effect.fail(tooDeep) : Effect.void
         ),
-        routed(app)
+        routed(request, app)
       )
-      : routed(app)
+      : routed(request, app)
     return yield* readFirst.pipe(
       HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
       Effect.catchAllDefect(unreadableBody(limitBytes))
