@@ -52,6 +52,18 @@ const inView = (locator: Locator) =>
 const scrollY = (page: Page) => ui(() => page.evaluate(() => (globalThis as unknown as { scrollY: number }).scrollY))
 
 describeBrowser("web console, a list longer than the window", (it) => {
+  it.live("every card shows its request and nothing else: no stray text where a part is missing", () =>
+    Effect.gen(function*() {
+      const { ids, server } = yield* longList(3)
+      const page = yield* openSmall(server)
+      yield* cardCount(page, 3)
+      for (const id of ids) {
+        const text = yield* ui(() => card(page, id).innerText())
+        expect(text).toContain("bash")
+        expect(text).not.toContain("undefined")
+      }
+    }))
+
   it.live("answering a card far down the list: the outcome shows in the window, where the operator looks", () =>
     Effect.gen(function*() {
       const { ids, server } = yield* longList(40)

@@ -49,7 +49,8 @@ export function makeCard(request, actions) {
     "data-request-id": request.requestId,
     "aria-label": `${plain(call.name)} in session ${plain(call.sessionKey)}`
   })
-  card.append(
+  // parts a request may not have are left out (`append` would show `undefined` as text)
+  const parts = [
     el(
       "header",
       {},
@@ -70,7 +71,8 @@ export function makeCard(request, actions) {
       : undefined,
     el("div", { class: "actions" }),
     el("p", { class: "error card-error", role: "alert", hidden: true })
-  )
+  ]
+  card.append(...parts.filter((part) => part !== undefined))
   fillActions(card, request, actions)
   const entry = { card, timeLeft }
   setTimeLeft(entry, request)
