@@ -3,6 +3,7 @@
  * process, against requests an agent (this process's gate) created on the same file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Chunk, Stream } from "effect"
 import { execSync } from "node:child_process"
 import { type Fixture, fixture, run, start, toolgate, toolgateHere, toolgateJson } from "./support/cli.js"
 
@@ -333,12 +334,41 @@ describe("toolgate on the SQLite file", () => {
     const before = (await run(f.gate.getRequest(id))).expiresAt
     const extended = await toolgateJson(["extend", id, ...db, "--ttl", "2h", "--actor", "ana"])
     expect(extended.expiresAt).toBeGreaterThan(before + 60 * 60 * 1000)
-    const text = await toolgateHere(["extend", id, ...db, "--ttl", "90 minutes"])
+    // a TTL shorter than the time left keeps the deadline, and says so
+    const kept = await toolgateHere(["extend", id, ...db, "--ttl", "90 minutes"])
+    expect(kept.stdout).toMatch(
+      new RegExp(
+        `^kept ${id}: it expires at ${new Date(extended.expiresAt).toISOString()}, in (1h 59m|2h 0m), .*--shorten`
+      )
+    )
+    expect((await run(f.gate.getRequest(id))).expiresAt).toBe(extended.expiresAt)
+    const text = await toolgateHere(["extend", id, ...db, "--ttl", "90 minutes", "--shorten"])
     expect(text.stdout).toMatch(
       new RegExp(`^extended ${id} \\(bash \\{"command":"echo c1"\\}\\): expires at \\S+Z, in 1h 30m`)
     )
+    expect((await run(f.gate.getRequest(id))).expiresAt).toBeLessThan(extended.expiresAt)
     await toolgateHere(["deny", id, ...db])
     expect((await toolgate(["extend", id, ...db, "--ttl", "1h"])).code).toBe(4)
+  })
+
+  test("extend --ttl shorter than the time left keeps the deadline; --shorten brings it forward", async () => {
+    const id = await f.pause(bash("ext-short", "c1"))
+    const before = await run(f.gate.getRequest(id))
+    // 5 minutes left: asking for 1 minute must not leave the operator with 1 minute
+    const kept = await toolgate(["extend", id, ...db, "--ttl", "1m"])
+    expect(kept.code).toBe(0)
+    expect(kept.stdout).toMatch(new RegExp(`^kept ${id}: it expires at ${new Date(before.expiresAt).toISOString()}`))
+    expect(await run(f.gate.getRequest(id))).toEqual(before)
+    const shortened = await toolgateJson(["extend", id, ...db, "--ttl", "1m", "--shorten", "--actor", "ana"])
+    expect(shortened.expiresAt).toBeLessThan(before.expiresAt)
+    expect(shortened.expiresAt).toBeLessThanOrEqual(Date.now() + 60_000)
+    expect((await run(f.gate.getRequest(id))).expiresAt).toBe(shortened.expiresAt)
+    // one extension event, the shortening one: keeping the deadline wrote none
+    const events = await run(Stream.runCollect(Stream.take(f.gate.auditLog({ sessionKey: "ext-short" }), 2)))
+    expect(Chunk.toArray(events).map((e) => [e.type, e.actor])).toEqual([
+      ["approval.requested", undefined],
+      ["approval.extended", "ana"]
+    ])
   })
 
   test("audit: the log in order, filtered by session, after a sequence number; text and JSON lines", async () => {

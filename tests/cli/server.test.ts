@@ -181,6 +181,12 @@ describe("toolgate against a server", () => {
     const id2 = await f.pause(bash("srv-edit", "c2"))
     const extended = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "1h"])
     expect(extended.expiresAt).toBeGreaterThan(Date.now() + 50 * 60 * 1000)
+    // through the server too: a shorter --ttl keeps the deadline, --shorten brings it forward
+    const kept = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "10m"])
+    expect(kept.expiresAt).toBe(extended.expiresAt)
+    const shortened = await toolgateJson(["extend", id2, ...as("approver"), "--ttl", "10m", "--shorten"])
+    expect(shortened.expiresAt).toBeLessThanOrEqual(Date.now() + 10 * 60 * 1000)
+    expect(shortened.expiresAt).toBeGreaterThan(Date.now() + 9 * 60 * 1000)
     await toolgate(["approve", id2, ...as("approver"), "--session"])
     const [grant] = await toolgateJson(["approvals", "list", ...as("auditor"), "--session", "srv-edit"])
     expect(grant).toMatchObject({ scope: "exact", grantedBy: "ana", requestId: id2 })
@@ -239,11 +245,21 @@ describe("toolgate against a server", () => {
     )
     expect(refused.stderr.trim().split("\n")).toHaveLength(1)
 
-    const taken = await toolgate(["serve", "--db", f.db, "--port", new URL(url).port], {
-      TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }])
-    })
+    const env = { TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }]) }
+    const takenPort = new URL(url).port
+    const taken = await toolgate(["serve", "--db", f.db, "--port", takenPort], env)
     expect(taken.code).toBe(8)
-    expect(taken.stderr.trim().split("\n")).toHaveLength(1)
+    expect(taken.stdout).toBe("")
+    expect(taken.stderr.trim()).toBe(
+      `toolgate: cannot listen on 127.0.0.1:${takenPort}: the address is already in use: another process listens on ` +
+        `port ${takenPort} (stop it or pick another --port) (EADDRINUSE)`
+    )
+    // an address that is not this machine's (TEST-NET-1, reserved for documentation)
+    const elsewhere = await toolgate(["serve", "--db", f.db, "--port", "0", "--host", "192.0.2.1"], env)
+    expect(elsewhere.code).toBe(8)
+    expect(elsewhere.stderr.trim()).toBe(
+      "toolgate: cannot listen on 192.0.2.1:0: the address is not one of this machine's (check --host) (EADDRNOTAVAIL)"
+    )
   })
 
   test(

@@ -340,7 +340,7 @@ describeBrowser("web console", (it) => {
       const requestId = yield* paused(server.gate, bash("s-1", "c1"))
       const page = yield* openConsole(server)
       yield* ui(() => card(page, requestId).waitFor())
-      yield* server.gate.extend(requestId, "300 millis")
+      yield* server.gate.extend(requestId, "300 millis", "ops", { allowShorten: true })
       yield* ui(() => card(page, requestId).waitFor({ state: "detached" }))
       yield* ui(() => page.getByText("Nothing is waiting for approval.").waitFor())
     }))
@@ -354,7 +354,7 @@ describeBrowser("web console", (it) => {
         before: (page) => page.route("**/audit/stream", (route) => route.abort())
       })
       yield* ui(() => card(page, requestId).waitFor())
-      yield* server.gate.extend(requestId, "50 millis")
+      yield* server.gate.extend(requestId, "50 millis", "ops", { allowShorten: true })
       yield* fetchRequest(server, requestId).pipe(
         Effect.filterOrFail((request) => request.status === "expired"),
         Effect.retry(Schedule.spaced("20 millis"))

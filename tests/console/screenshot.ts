@@ -83,8 +83,12 @@ const program = Effect.gen(function*() {
       const answered = page.locator("article.request").filter({ hasText: "npm test -- login" })
       await answered.getByRole("button", { name: "Approve once" }).click()
       await answered.waitFor({ state: "detached" })
+      // the window as tall as the list and the notice docked to its corner below it, so the
+      // picture shows what a window that fits the list shows
+      const height = Number(await page.evaluate("document.documentElement.scrollHeight")) + 80
+      await page.setViewportSize({ width: 1100, height })
       await page.evaluate("window.scrollTo(0, 0)") // the header is sticky: from the top, it stays on top
-      await page.screenshot({ path: "docs/console.png", fullPage: true })
+      await page.screenshot({ path: "docs/console.png" })
     } finally {
       await browser.close()
     }

@@ -323,6 +323,39 @@ export const toolGateSuite = <E>(
           expect((yield* expectFailure(gate.extend(resolved.requestId, "1 minute")))._tag).toBe("AlreadyResolved")
         }))
 
+      test("extend never brings a deadline forward: a shorter TTL keeps the request as it is, with no event", () =>
+        Effect.gen(function*() {
+          const gate = yield* ToolGate.ToolGate
+          const store = yield* ApprovalStore.ApprovalStore
+          const pause = asPause(yield* gate.authorize(call("c1", "bash")))
+          const before = yield* gate.getRequest(pause.requestId)
+          const seq = yield* store.lastSeq
+          const kept = yield* gate.extend(pause.requestId, "1 minute", "ops")
+          expect(kept).toEqual(before)
+          expect(yield* gate.getRequest(pause.requestId)).toEqual(before)
+          expect(yield* store.lastSeq).toBe(seq)
+          // the deadline the operator did not shorten still holds: at 4 minutes the request waits
+          yield* advance("4 minutes")
+          expect((yield* gate.getRequest(pause.requestId)).status).toBe("pending")
+          // a TTL that ends later than the deadline moves it
+          const later = yield* gate.extend(pause.requestId, "2 minutes", "ops")
+          expect(later.expiresAt).toBe((yield* TestClock.currentTimeMillis) + 120_000)
+          expect(later.expiresAt).toBeGreaterThan(before.expiresAt)
+        }))
+
+      test("extend with allowShorten brings the deadline forward; the request expires then", () =>
+        Effect.gen(function*() {
+          const gate = yield* ToolGate.ToolGate
+          const store = yield* ApprovalStore.ApprovalStore
+          const pause = asPause(yield* gate.authorize(call("c1", "bash")))
+          const shortened = yield* gate.extend(pause.requestId, "1 minute", "ops", { allowShorten: true })
+          expect(shortened.expiresAt).toBe((yield* TestClock.currentTimeMillis) + 60_000)
+          const [event] = (yield* store.events()).filter((e) => e.type === "approval.extended")
+          expect([event?.actor, event?.expiresAt]).toEqual(["ops", shortened.expiresAt])
+          yield* advance("61 seconds")
+          expect((yield* gate.getRequest(pause.requestId)).status).toBe("expired")
+        }))
+
       test("a warning event is emitted before expiry, once", () =>
         Effect.gen(function*() {
           const gate = yield* ToolGate.ToolGate

@@ -182,6 +182,36 @@ describe("HTTP approval API", () => {
       expect(extended).toMatchObject({ type: "approval.extended", actor: "ana", expiresAt: reply.json.expiresAt })
     }))
 
+  it.live("extend never shortens: a shorter ttlMs keeps the deadline; allowShorten brings it forward", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const requestId = yield* paused(server.gate, bash("s1", "c1"))
+      const before = yield* server.gate.getRequest(requestId)
+      const seq = yield* server.store.lastSeq
+      const kept = yield* server.request("POST", `/approvals/${requestId}/extend`, { body: { ttlMs: 60_000 } })
+      expect(kept.status).toBe(200)
+      expect(kept.json.expiresAt).toBe(before.expiresAt)
+      expect(yield* server.store.lastSeq).toBe(seq)
+      const notShortened = yield* server.request("POST", `/approvals/${requestId}/extend`, {
+        body: { ttlMs: 60_000, allowShorten: false }
+      })
+      expect(notShortened.json.expiresAt).toBe(before.expiresAt)
+      const shortened = yield* server.request("POST", `/approvals/${requestId}/extend`, {
+        body: { ttlMs: 60_000, allowShorten: true }
+      })
+      expect(shortened.status).toBe(200)
+      expect(shortened.json.expiresAt).toBeLessThan(before.expiresAt)
+      expect((yield* server.gate.getRequest(requestId)).expiresAt).toBe(shortened.json.expiresAt)
+      const events = yield* server.store.events({ sessionKey: "s1", afterSeq: seq })
+      expect(events.map((e) => [e.type, e.actor, e.expiresAt])).toEqual([
+        ["approval.extended", "ana", shortened.json.expiresAt]
+      ])
+      const bad = yield* server.request("POST", `/approvals/${requestId}/extend`, {
+        body: { ttlMs: 60_000, allowShorten: "yes" }
+      })
+      expect(bad.status).toBe(400)
+    }))
+
   it.live("session approvals: approve for the session, list, revoke one, clear by DELETE and by POST", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

@@ -35,6 +35,19 @@ layer(FixtureLive)("bad inputs", (it) => {
             if (row.expected.tag !== undefined) expect(reply.json?._tag).toBe(row.expected.tag)
             if (reply.status !== 404 || row.expected.tag !== undefined) expect(reply.json.message).toBeString()
             if (row.expected.message !== undefined) expect(reply.json.message).toContain(row.expected.message)
+            if (row.expected.allow !== undefined) {
+              expect(reply.headers.get("allow")).toBe(row.expected.allow)
+              expect(reply.json.allow).toEqual(row.expected.allow.split(", "))
+              // what the header allows is served there: HEAD too wherever GET is
+              for (const method of row.expected.allow.split(", ").filter((m) => m !== "POST" && m !== "DELETE")) {
+                expect(
+                  (yield* server.request(method, row.path(ids), {
+                    token: row.options?.token === undefined ? "approver" : row.options.token
+                  })).status
+                ).not
+                  .toBeOneOf([404, 405])
+              }
+            }
             if (row.expected.paths !== undefined) {
               expect(problemPaths(reply.json)).toEqual(expect.arrayContaining([...row.expected.paths]))
             }

@@ -88,9 +88,11 @@ export interface Service {
     requestId: ApprovalRequest.RequestId,
     answer: Answer
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, BackendError>
+  /** `allowShorten`: the deadline may come forward (by default a later one is kept) */
   readonly extend: (
     requestId: ApprovalRequest.RequestId,
-    ttlMs: number
+    ttlMs: number,
+    allowShorten: boolean
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, BackendError>
   readonly sessionApprovals: (
     sessionKey: ToolCall.SessionKey
@@ -140,7 +142,7 @@ export const layerDirect = (options: DirectOptions): Layer.Layer<Backend, ToolGa
         target: options.filename,
         pending: (sessionKey) => gate.pending({ sessionKey }),
         respond: (requestId, answer) => gate.respond(requestId, { ...answer, respondedBy: actor }),
-        extend: (requestId, ttlMs) => gate.extend(requestId, ttlMs, actor),
+        extend: (requestId, ttlMs, allowShorten) => gate.extend(requestId, ttlMs, actor, { allowShorten }),
         sessionApprovals: (sessionKey) => gate.sessionApprovals(sessionKey),
         // ids are global: naming the session keeps another session's grant out of reach
         revoke: (sessionKey, id) => gate.revokeApproval(id, { actor, sessionKey }),

@@ -105,11 +105,16 @@ export interface Service {
   readonly pending: (
     options?: { readonly sessionKey?: ToolCall.SessionKey | undefined }
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest.ApprovalRequest>, PersistenceError>
-  /** Gives a pending request `ttl` more time from now. */
+  /**
+   * Moves a pending request's deadline to `ttl` from now, if that is later: extending never
+   * shortens, and a deadline already later is kept (no event). `allowShorten` lets `ttl` bring
+   * the deadline forward too.
+   */
   readonly extend: (
     requestId: ApprovalRequest.RequestId,
     ttl: Duration.DurationInput,
-    actor?: string
+    actor?: string,
+    options?: { readonly allowShorten?: boolean | undefined }
   ) => Effect.Effect<
     ApprovalRequest.ApprovalRequest,
     RequestNotFound | RequestExpired | AlreadyResolved | InvalidDuration | PersistenceError

@@ -21,6 +21,7 @@ import type { HttpMethod } from "@effect/platform/HttpMethod"
 import { ApprovalRequest, AuditEvent, Limits, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
 import { Authentication, Forbidden, Role } from "./Auth.js"
+import * as OpenApiSchemas from "./internal/openApiSchemas.js"
 
 /**
  * The core's errors compute `message` from their fields instead of storing it, so their own
@@ -86,6 +87,31 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   HttpApiSchema.annotations({ status: 413 })
 ) {}
 
+/**
+ * A request for a path the server does not serve.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()(
+  "RouteNotFound",
+  { method: Schema.String, path: Schema.String, message: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/**
+ * A request for a path the server serves, with a method it does not serve there; `allow` lists
+ * the ones it does (the response's `Allow` header too).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
+  "MethodNotAllowed",
+  { method: Schema.String, path: Schema.String, allow: Schema.Array(Schema.String), message: Schema.String },
+  HttpApiSchema.annotations({ status: 405 })
+) {}
+
 // Bodies are decoded strictly: every problem is reported, and an unknown key (a misspelt
 // `editedArgs`, say) is an error rather than silently ignored.
 const strict = { parseOptions: { errors: "all", onExcessProperty: "error" } } as const
@@ -95,13 +121,20 @@ const SessionPath = Schema.Struct({ sessionKey: ToolCall.SessionKey })
 
 /**
  * The body of `POST /approvals/:requestId/extend`: whole milliseconds from 1 to a year
- * (`Limits.TtlMillis`, as every duration the gate takes).
+ * (`Limits.TtlMillis`, as every duration the gate takes). The deadline moves to `ttlMs` from now
+ * only if that is later, unless `allowShorten` is `true`.
  *
  * @since 0.1.0
  * @category models
  */
 export const Extension = Schema.Struct({
-  ttlMs: Limits.TtlMillis
+  // the bounds the filter checks, said in the document too (the filter alone reads as any number)
+  ttlMs: Limits.TtlMillis.annotations({
+    jsonSchema: { type: "integer", minimum: 1, maximum: Limits.maxTtlMs }
+  }),
+  allowShorten: Schema.optional(Schema.Boolean).annotations({
+    description: "`true` lets `ttlMs` bring the deadline forward; by default a deadline already later is kept"
+  })
 }).annotations({ identifier: "Extension", ...strict })
 
 /**
@@ -144,7 +177,15 @@ export const AuditParams = Schema.Struct({
   ...streamFilters,
   since: Schema.optional(TimeParam),
   until: Schema.optional(TimeParam),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
+  // decimal digits only, as `afterSeq`: NumberFromString alone reads "1e3" and " 10"
+  limit: Schema.optional(
+    Schema.String.pipe(
+      Schema.pattern(/^[1-9][0-9]{0,3}$/, { message: () => "expected a whole number from 1 to 1000 (digits only)" }),
+      Schema.compose(Schema.NumberFromString),
+      Schema.int(),
+      Schema.between(1, 1000)
+    )
+  )
 })
 
 /**
@@ -239,7 +280,11 @@ export class ApprovalsGroup extends behindToken(
         .addError(AlreadyResolved)
         .addError(RequestExpired)
         .addError(ToolGateError.InvalidDuration)
-        .annotate(OpenApi.Description, "Gives a pending request `ttlMs` more milliseconds from now.")
+        .annotate(
+          OpenApi.Description,
+          "Moves a pending request's deadline to `ttlMs` milliseconds from now if that is later (extending never " +
+            "shortens: an earlier deadline keeps the request as it is). With `allowShorten: true` it may come forward."
+        )
     )
 ) {}
 
@@ -349,6 +394,8 @@ export class HealthGroup extends HttpApiGroup.make("health")
 {}
 
 /**
+ * The API. Its OpenAPI document's schemas compile as JSON Schema 2020-12 in a strict validator.
+ *
  * @since 0.1.0
  * @category api
  */
@@ -361,4 +408,5 @@ export class Api extends HttpApi.make("tool-gate")
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "tool-gate approval API")
   .annotate(OpenApi.Version, "0.1.0")
+  .annotate(OpenApi.Transform, OpenApiSchemas.typedRefs)
 {}

@@ -29,17 +29,35 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { RequestError } from "@effect/platform/HttpServerError"
-import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
-import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
+import { RequestError, RouteNotFound as Unrouted } from "@effect/platform/HttpServerError"
+import {
+  ApprovalRequest,
+  ApprovalStore,
+  AuditEvent,
+  Limits,
+  type ToolCall,
+  ToolGate,
+  ToolGateError
+} from "@tool-gate/core"
+import { Context, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import { PassThrough } from "node:stream"
-import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
+import {
+  Api,
+  type Extension,
+  MethodNotAllowed,
+  PayloadTooLarge,
+  RouteNotFound,
+  sessionNotFound,
+  Unavailable
+} from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as AuditFanout from "./internal/auditFanout.js"
 import * as EncodeJson from "./internal/encodeJson.js"
 import * as IoTurn from "./internal/ioTurn.js"
 import * as LeanRoutes from "./internal/leanRoutes.js"
 import * as PendingLists from "./internal/pendingLists.js"
+import * as Routing from "./internal/routing.js"
+import * as WebConsole from "./WebConsole.js"
 
 const requestJson = EncodeJson.compile(ApprovalRequest.ApprovalRequest)
 
@@ -120,10 +138,14 @@ const approvals = (gate: ToolGate.ToolGate["Type"], pendingLists: PendingLists.P
         Effect.flatMap(approverOf(requestId), (approver) =>
           Effect.map(gate.respond(requestId, Auth.answerOf(approver, payload)), json(requestJson)))
       ),
-    extend: (requestId: ApprovalRequest.RequestId, ttlMs: number) =>
+    extend: (requestId: ApprovalRequest.RequestId, extension: typeof Extension.Type) =>
       Effect.flatMap(
         approverOf(requestId),
-        (approver) => Effect.map(gate.extend(requestId, ttlMs, approver.name), json(requestJson))
+        (approver) =>
+          Effect.map(
+            gate.extend(requestId, extension.ttlMs, approver.name, { allowShorten: extension.allowShorten }),
+            json(requestJson)
+          )
       )
   }
 }
@@ -139,7 +161,7 @@ export const layerApprovals = HttpApiBuilder.group(Api, "approvals", (handlers) 
       .handle("pending", ({ urlParams }) => approvalsOf.pending(urlParams.sessionKey))
       .handle("get", ({ path }) => approvalsOf.get(path.requestId))
       .handle("respond", ({ path, payload }) => approvalsOf.respond(path.requestId, payload))
-      .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload.ttlMs))
+      .handle("extend", ({ path, payload }) => approvalsOf.extend(path.requestId, payload))
   })).pipe(Layer.provide(layerShared))
 
 /**
@@ -378,6 +400,86 @@ const unreadableBody = (limitBytes: number) =>
   return Effect.fail(new HttpApiError.HttpApiDecodeError({ issues: [{ _tag: "Type", path: [], message }], message }))
 }
 
+const decodeError = (path: ReadonlyArray<string>, problem: string, message: string) =>
+  new HttpApiError.HttpApiDecodeError({ issues: [{ _tag: "Type", path, message: problem }], message })
+
+/**
+ * Every route the server serves: the API's endpoints, and the pages `Server.layerApp` serves
+ * beside them (the console, the OpenAPI document, Swagger UI).
+ */
+const routes: ReadonlyArray<Routing.Route> = [
+  ...Object.values(Api.groups).flatMap((group) =>
+    Object.values(group.endpoints).map(({ method, path }): Routing.Route => ({ method, path }))
+  ),
+  ...["/", WebConsole.path, `${WebConsole.path}/:file`, "/openapi.json", "/docs"].map((path) => ({
+    method: "GET",
+    path
+  }))
+]
+const diagnose = Routing.make(routes)
+
+/** A request no route took, answered as the API's other 4xx: a JSON body with `_tag` and `message`. */
+const unrouted = (request: HttpServerRequest.HttpServerRequest) => {
+  const { method } = request
+  const path = request.url.split("?")[0]!
+  const found = diagnose(method, request.url)
+  switch (found._tag) {
+    case "MethodNotAllowed": {
+      const allow = found.allow.join(", ")
+      const error = new MethodNotAllowed({
+        method,
+        path,
+        allow: found.allow,
+        message: `${method} is not served on ${path}; it answers ${allow}`
+      })
+      return Effect.succeed(
+        HttpServerResponse.unsafeJson(Schema.encodeSync(MethodNotAllowed)(error), { status: 405, headers: { allow } })
+      )
+    }
+    case "BadPathParameter":
+      return Effect.fail(
+        decodeError([found.name], found.problem, `The path parameter ${found.name} ${found.problem}`)
+      )
+    case "NotFound": {
+      const error = new RouteNotFound({ method, path, message: `No route for ${method} ${path}` })
+      return Effect.succeed(HttpServerResponse.unsafeJson(Schema.encodeSync(RouteNotFound)(error), { status: 404 }))
+    }
+  }
+}
+
+/**
+ * `app` with requests it would misread refused first (a query parameter given twice), and the
+ * ones its router does not route answered by `unrouted`.
+ */
+const routed = <E, R>(request: HttpServerRequest.HttpServerRequest, app: HttpApp.Default<E, R>) => {
+  const repeated = Routing.repeatedParameter(request.url)
+  if (repeated !== undefined) {
+    return Effect.fail(decodeError(
+      [repeated.name],
+      `is given ${repeated.times} times; give it once`,
+      `The query parameter ${repeated.name} is given ${repeated.times} times; give it once`
+    ))
+  }
+  return Effect.catchIf(
+    app,
+    (error): error is Extract<E, Unrouted> => error instanceof Unrouted,
+    () => unrouted(request)
+  )
+}
+
+/**
+ * How deep a request body may nest: deeper than any gate takes arguments (`Limits.maxCallLimits`)
+ * and the body's own levels above them, no body is valid, and decoding one would report it
+ * with a recursive formatter that overflows the stack.
+ */
+const maxBodyDepth = Limits.maxCallLimits.maxDepth + 2
+
+const tooDeep = decodeError(
+  [],
+  `nests objects and arrays more than ${maxBodyDepth} levels deep`,
+  `The request body nests objects and arrays more than ${maxBodyDepth} levels deep`
+)
+
 /** The body limit around `app`: see `layerBodyLimit`. */
 const bodyLimited = (limitBytes: number) => <E, R>(app: HttpApp.Default<E, R>) =>
   Effect.gen(function*() {
@@ -389,8 +491,14 @@ const bodyLimited = (limitBytes: number) => <E, R>(app: HttpApp.Default<E, R>) =
     // so a handler with a payload decodes the same read.
     const hasBody = request.headers["transfer-encoding"] !== undefined || length > 0
     const readFirst = hasBody
-      ? Effect.zipRight(Effect.catchAll(request.text, (error) => Effect.die(error)), app)
-      : app
+      ? Effect.zipRight(
+        Effect.flatMap(
+          Effect.catchAll(request.text, (error) => Effect.die(error)),
+          (text) => Routing.nestsDeeperThan(text, maxBodyDepth) ? Effect.fail(tooDeep) : Effect.void
+        ),
+        routed(request, app)
+      )
+      : routed(request, app)
     return yield* readFirst.pipe(
       HttpServerRequest.withMaxBodySize(Option.some(limitBytes)),
       Effect.catchAllDefect(unreadableBody(limitBytes))
@@ -403,6 +511,12 @@ const bodyLimited = (limitBytes: number) => <E, R>(app: HttpApp.Default<E, R>) =
  * Bodies that are not JSON become a 400 `HttpApiDecodeError` (the platform would otherwise answer
  * an empty 400 from a defect). A request that has a body has it read whole before its handler
  * runs, so one whose body cannot be read (a malformed chunked encoding) changes nothing.
+ *
+ * Requests the router would answer with an empty body, or an endpoint would misread, get a JSON
+ * body with `_tag` and `message` like every other 4xx: a path served with other methods is a 405
+ * `MethodNotAllowed` with `Allow`, a path not served a 404 `RouteNotFound`, a path parameter that
+ * is not percent-encoding (or is longer than 100 characters) a 400 naming it, a query parameter
+ * given more than once a 400 naming it, and a body nested deeper than any arguments may be a 400.
  *
  * @since 0.1.0
  * @category layers

@@ -40,6 +40,8 @@ export interface Expected {
   readonly paths?: ReadonlyArray<string>
   /** a part of the body's `message` */
   readonly message?: string
+  /** the `Allow` header (a 405) */
+  readonly allow?: string
 }
 
 export interface Row {
@@ -293,7 +295,175 @@ const unknownIds: ReadonlyArray<Row> = [
     path: (ids) => `/sessions/s2/approvals/${ids.grant}`,
     expected: { status: 404, tag: "SessionApprovalNotFound" }
   },
-  { input: "unknown route", method: "GET", path: () => "/approvals", expected: { status: 404 } }
+  {
+    input: "unknown route",
+    method: "GET",
+    path: () => "/approvals",
+    expected: { status: 404, tag: "RouteNotFound", message: "No route for GET /approvals" }
+  }
+]
+
+// Nested 10,000 deep (and 30,000: still under the body limit), as a whole body and inside the
+// edited arguments: each decode error would be formatted recursively, past the stack.
+const deepArrays = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
+const deepObjects = (depth: number) => "{\"a\":".repeat(depth) + "1" + "}".repeat(depth)
+
+const unrouted: ReadonlyArray<Row> = [
+  {
+    input: "GET on an answer",
+    method: "GET",
+    path: respond,
+    expected: { status: 405, tag: "MethodNotAllowed", message: "it answers POST", allow: "POST" }
+  },
+  {
+    input: "DELETE on a request",
+    method: "DELETE",
+    path: (ids) => `/approvals/${ids.pending}`,
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
+  },
+  {
+    input: "PUT on the pending list",
+    method: "PUT",
+    path: () => "/approvals/pending",
+    options: { body: {} },
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
+  },
+  {
+    input: "POST on a session's approvals",
+    method: "POST",
+    path: () => "/sessions/s1/approvals",
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "DELETE, GET, HEAD" }
+  },
+  {
+    input: "POST on health, no token",
+    method: "POST",
+    path: () => "/health",
+    options: { token: null },
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
+  },
+  {
+    input: "POST on the OpenAPI document",
+    method: "POST",
+    path: () => "/openapi.json",
+    expected: { status: 405, tag: "MethodNotAllowed", allow: "GET, HEAD" }
+  },
+  {
+    input: "an unknown route, no token",
+    method: "GET",
+    path: () => "/nowhere",
+    options: { token: null },
+    expected: { status: 404, tag: "RouteNotFound", message: "No route for GET /nowhere" }
+  },
+  {
+    input: "a request id that is not percent-encoding",
+    method: "GET",
+    path: () => "/approvals/req_%ZZ",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["requestId"], message: "not valid percent-encoding" }
+  },
+  {
+    input: "a truncated percent-encoded request id",
+    method: "POST",
+    path: () => "/approvals/req_%E0%A4%A/respond",
+    options: { body: { decision: "deny" } },
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["requestId"] }
+  },
+  {
+    input: "a request id of 101 characters",
+    method: "POST",
+    path: () => `/approvals/${"r".repeat(101)}/extend`,
+    options: { body: { ttlMs: 1000 } },
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["requestId"], message: "longer than 100 characters" }
+  },
+  {
+    input: "a session key that is not percent-encoding",
+    method: "DELETE",
+    path: () => "/sessions/s%1/approvals",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["sessionKey"] }
+  },
+  {
+    input: "sessionKey twice",
+    method: "GET",
+    path: () => "/approvals/pending?sessionKey=s1&sessionKey=team-b-1",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["sessionKey"], message: "sessionKey is given 2 times" }
+  },
+  {
+    input: "limit twice, the same value",
+    method: "GET",
+    path: () => "/audit?limit=5&limit=5",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"], message: "limit is given 2 times" }
+  },
+  {
+    input: "afterSeq three times",
+    method: "GET",
+    path: () => "/audit/stream?afterSeq=1&outcome=deny&afterSeq=2&afterSeq=3",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["afterSeq"], message: "afterSeq is given 3 times" }
+  },
+  {
+    input: "limit=1e2",
+    method: "GET",
+    path: () => "/audit?limit=1e2",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"], message: "limit" }
+  },
+  {
+    input: "limit=10.0",
+    method: "GET",
+    path: () => "/audit?limit=10.0",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"] }
+  },
+  {
+    input: "limit=%2010",
+    method: "GET",
+    path: () => "/audit?limit=%2010",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["limit"] }
+  },
+  {
+    input: "afterSeq=1e3",
+    method: "GET",
+    path: () => "/audit?afterSeq=1e3",
+    expected: { status: 400, tag: "HttpApiDecodeError", paths: ["afterSeq"] }
+  },
+  {
+    input: "a body of arrays 10,000 deep",
+    method: "POST",
+    path: respond,
+    options: { raw: deepArrays(10_000) },
+    expected: { status: 400, tag: "HttpApiDecodeError", message: "levels deep" }
+  },
+  {
+    input: "a body of arrays 30,000 deep",
+    method: "POST",
+    path: extend,
+    options: { raw: deepArrays(30_000) },
+    expected: { status: 400, tag: "HttpApiDecodeError", message: "levels deep" }
+  },
+  {
+    input: "a body of objects 10,000 deep",
+    method: "POST",
+    path: extend,
+    options: { raw: deepObjects(10_000) },
+    expected: { status: 400, tag: "HttpApiDecodeError", message: "levels deep" }
+  },
+  {
+    input: "edited arguments 10,000 deep",
+    method: "POST",
+    path: respond,
+    options: { raw: `{"decision":"approve_once","editedArgs":{"x":${deepArrays(10_000)}}}` },
+    expected: { status: 400, tag: "HttpApiDecodeError", message: "levels deep" }
+  },
+  {
+    input: "a deep body on a route without one",
+    method: "DELETE",
+    path: () => "/sessions/s1/approvals",
+    options: { raw: deepObjects(10_000) },
+    expected: { status: 400, tag: "HttpApiDecodeError", message: "levels deep" }
+  },
+  {
+    input: "brackets inside strings are not nesting",
+    method: "POST",
+    path: () => "/approvals/req_unknown/respond",
+    options: { body: { decision: "deny", reason: "[{".repeat(5_000) } },
+    expected: { status: 404, tag: "RequestNotFound" }
+  }
 ]
 
 const settled: ReadonlyArray<Row> = [
@@ -415,6 +585,7 @@ export const table: ReadonlyArray<[string, ReadonlyArray<Row>]> = [
   ["wrong types and unknown keys", wrongTypes],
   ["huge bodies", huge],
   ["unknown ids", unknownIds],
+  ["unrouted, undecodable and repeated", unrouted],
   ["expired and already answered", settled],
   ["no token, bad token, wrong role", tokens],
   ["token for another session", otherSession]

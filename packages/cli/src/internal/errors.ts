@@ -42,6 +42,23 @@ export class ServerRedirected extends Schema.TaggedError<ServerRedirected>()("Se
 }
 
 /**
+ * `serve` could not listen on its address: `code` is the system's (`EADDRINUSE`, `EACCES`,
+ * `EADDRNOTAVAIL`, ...), `detail` what it means for whoever runs the command.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CannotListen extends Schema.TaggedError<CannotListen>()("CannotListen", {
+  address: Schema.String,
+  code: Schema.optional(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `cannot listen on ${this.address}: ${this.detail}${this.code === undefined ? "" : ` (${this.code})`}`
+  }
+}
+
+/**
  * An input the command or the server refused before acting on it.
  *
  * @since 0.1.0

@@ -8,7 +8,7 @@ import type { ToolGateError } from "@tool-gate/core"
 import type { Auth } from "@tool-gate/server"
 import { Cause, Console, Effect, Exit, Option, Predicate } from "effect"
 import type { BackendError } from "../Backend.js"
-import { Failed } from "./errors.js"
+import { type CannotListen, Failed } from "./errors.js"
 
 /**
  * The process exit codes, one per kind of failure a script handles differently.
@@ -32,7 +32,10 @@ export const ExitCode = {
   unauthorized: 6,
   /** the token may not do this: the auditor role answering (HTTP 403) */
   forbidden: 7,
-  /** the database or the server could not be used, or the server answered with a redirect */
+  /**
+   * the database or the server could not be used, the server answered with a redirect, or
+   * `serve` could not listen on its address (a port in use: `EADDRINUSE`)
+   */
   unavailable: 8,
   /** `approve --args`: the policy denied the edited arguments, so the request is denied, not approved */
   policyDenied: 9,
@@ -41,7 +44,7 @@ export const ExitCode = {
 } as const
 
 /** Every error a command fails with: the gate's, the backends', the token file's and the server's start. */
-type CommandError = ToolGateError.ToolGateError | BackendError | Auth.TokensInvalid | ServeError
+type CommandError = ToolGateError.ToolGateError | BackendError | Auth.TokensInvalid | ServeError | CannotListen
 
 // One entry per error: a new error in any of those unions is a compile error here until it gets
 // its code. Errors a command never meets (the agent side's) would be a bug there.
@@ -63,6 +66,7 @@ const codes: { readonly [Tag in CommandError["_tag"]]: number } = {
   ServerUnavailable: ExitCode.unavailable,
   ServerRedirected: ExitCode.unavailable,
   ServeError: ExitCode.unavailable,
+  CannotListen: ExitCode.unavailable,
   ToolDenied: ExitCode.internal,
   RequestPending: ExitCode.internal,
   CallAlreadyExecuted: ExitCode.internal,

@@ -159,8 +159,10 @@ export const make = (options: Options) =>
         call(client.approvals.pending({ urlParams: { sessionKey } })),
       respond: (requestId: ApprovalRequest.RequestId, answer: Answer) =>
         call(client.approvals.respond({ path: { requestId }, payload: answer })),
-      extend: (requestId: ApprovalRequest.RequestId, ttlMs: number) =>
-        call(client.approvals.extend({ path: { requestId }, payload: { ttlMs } })),
+      extend: (requestId: ApprovalRequest.RequestId, ttlMs: number, allowShorten: boolean) =>
+        call(
+          client.approvals.extend({ path: { requestId }, payload: allowShorten ? { ttlMs, allowShorten } : { ttlMs } })
+        ),
       sessionApprovals: (sessionKey: ToolCall.SessionKey) => call(client.sessions.list({ path: { sessionKey } })),
       revoke: (sessionKey: ToolCall.SessionKey, sessionApprovalId: SessionApproval.SessionApprovalId) =>
         call(client.sessions.revoke({ path: { sessionKey, sessionApprovalId } })),

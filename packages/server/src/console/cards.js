@@ -30,7 +30,8 @@ function hiddenFields(request, argsText) {
 
 /**
  * The card of `request`, and its countdown. `actions.answer(card, requestId, body)` sends an
- * answer, `actions.dismiss(requestId)` hides the card under "Later".
+ * answer, `actions.extend(card, requestId, ttlMs)` more time, `actions.dismiss(requestId)` hides
+ * the card under "Later".
  */
 export function makeCard(request, actions) {
   const call = request.toolCall
@@ -48,7 +49,8 @@ export function makeCard(request, actions) {
     "data-request-id": request.requestId,
     "aria-label": `${plain(call.name)} in session ${plain(call.sessionKey)}`
   })
-  card.append(
+  // parts a request may not have are left out (`append` would show `undefined` as text)
+  const parts = [
     el(
       "header",
       {},
@@ -69,15 +71,19 @@ export function makeCard(request, actions) {
       : undefined,
     el("div", { class: "actions" }),
     el("p", { class: "error card-error", role: "alert", hidden: true })
-  )
+  ]
+  card.append(...parts.filter((part) => part !== undefined))
   fillActions(card, request, actions)
   const entry = { card, timeLeft }
   setTimeLeft(entry, request)
   return entry
 }
 
-/** The card's buttons: answers for an approver, only "Later" otherwise. */
-function fillActions(card, request, { answer, dismiss }) {
+// What "Extend…" offers: the deadline moves to this long from now, never earlier.
+const extensions = [["15 minutes", 900_000], ["1 hour", 3_600_000], ["4 hours", 14_400_000], ["1 day", 86_400_000]]
+
+/** The card's buttons: answers (and more time) for an approver, only "Later" otherwise. */
+function fillActions(card, request, { answer, dismiss, extend }) {
   const actions = card.querySelector(".actions")
   const later = el("button", { type: "button", class: "link", onclick: () => dismiss(request.requestId) }, "Later")
   if (!state.canAnswer) return actions.replaceChildren(later)
@@ -132,6 +138,23 @@ function fillActions(card, request, { answer, dismiss }) {
     approveEdited
   )
 
+  const ttl = el(
+    "select",
+    { "aria-label": "Expires in" },
+    ...extensions.map(([label, ms]) => el("option", { value: ms }, label))
+  )
+  const extendForm = cardForm(
+    "extend-form",
+    () => {
+      extendForm.hidden = true
+      extend(card, id, Number(ttl.value))
+    },
+    el("span", {}, "Expires in"),
+    ttl,
+    el("button", { type: "submit" }, "Extend"),
+    el("span", { class: "hint" }, "from now; a later deadline is kept")
+  )
+
   actions.replaceChildren(
     el(
       "div",
@@ -153,10 +176,12 @@ function fillActions(card, request, { answer, dismiss }) {
       ),
       el("button", { type: "button", onclick: () => openForm(denyForm, reason) }, "Deny…"),
       el("button", { type: "button", onclick: () => openForm(editForm, argsText) }, "Edit args…"),
+      el("button", { type: "button", onclick: () => openForm(extendForm, ttl) }, "Extend…"),
       later
     ),
     denyForm,
-    editForm
+    editForm,
+    extendForm
   )
   syncApprove(card)
 }

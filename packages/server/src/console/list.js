@@ -1,12 +1,23 @@
 // The pending list: cards grouped by session (sessions in key order, oldest request first), the
 // requests dismissed with "Later", the counters, and the countdowns.
-import { answer } from "./answers.js"
+import { answer, extend } from "./answers.js"
 import { makeCard, setTimeLeft } from "./cards.js"
 import { $, el } from "./dom.js"
 import { plain, visible } from "./hiddenText.js"
 import { formatLeft, formatTime, serverNow, state } from "./state.js"
 
-const actions = { answer: (card, requestId, body) => answer(card, requestId, body, remove), dismiss }
+const actions = {
+  answer: (card, requestId, body) => answer(card, requestId, body, remove),
+  extend: (card, requestId, ttlMs) => extend(card, state.requests.get(requestId), ttlMs, { remove, upsert: shown }),
+  dismiss
+}
+
+/** `request` as the server has it now, its countdown at once. */
+function shown(request) {
+  upsert(request)
+  const entry = state.cards.get(request.requestId)
+  if (entry !== undefined) setTimeLeft(entry, request)
+}
 
 function group(sessionKey) {
   let entry = state.groups.get(sessionKey)

@@ -32,7 +32,7 @@ describe("audit events built by their constructors", () => {
       }
       yield* gate.respond(first.requestId, { decision: "approve_once", respondedBy: "ana" })
       yield* Effect.flip(gate.authorize({ id: "c1", name: "bash", args: { command: "other" }, sessionKey: "s1" }))
-      yield* gate.extend(second.requestId, "100 seconds", "ops")
+      yield* gate.extend(second.requestId, "100 seconds", "ops", { allowShorten: true })
       yield* TestClock.adjust("60 seconds")
       yield* TestClock.adjust("50 seconds")
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { grantedBy: "ops" })

@@ -103,13 +103,33 @@ export const extend = Command.make(
   "extend",
   {
     ...onRequest,
-    ttl: duration("ttl", "more time from now: 90s, 10m, 2h, 1d")
+    ttl: duration("ttl", "the deadline moves to this long from now, if that is later: 90s, 10m, 2h, 1d"),
+    shorten: Options.boolean("shorten").pipe(
+      Options.withDescription("let --ttl bring the deadline forward too (by default a later deadline is kept)")
+    )
   },
   (config) =>
     Effect.gen(function*() {
       const backend = yield* Backend.Backend
-      const request = yield* backend.extend(config.id, config.ttl)
+      const request = yield* backend.extend(config.id, config.ttl, config.shorten)
       const now = yield* Clock.currentTimeMillis
-      yield* print(config.json, ApprovalRequest.ApprovalRequest, request, () => Format.extendedLine(request, now))
+      // a deadline later than `--ttl` from now (read after the answer) was kept, not moved
+      const kept = !config.shorten && request.expiresAt > now + config.ttl
+      yield* print(
+        config.json,
+        ApprovalRequest.ApprovalRequest,
+        request,
+        () =>
+          kept
+            ? `kept ${request.requestId}: it expires at ${new Date(request.expiresAt).toISOString()}, in ${
+              Format.duration(request.expiresAt - now)
+            }, later than --ttl asks (extending never shortens; --shorten brings it forward)`
+            : Format.extendedLine(request, now)
+      )
     })
-).pipe(Command.withDescription("Give a pending request more time before it expires"), withBackend)
+).pipe(
+  Command.withDescription(
+    "Give a pending request more time: its deadline moves to --ttl from now, never earlier unless --shorten"
+  ),
+  withBackend
+)

@@ -1,9 +1,32 @@
 /** `toolgate serve`: the approval API and its web console over the SQLite file. */
 import { Command, Options } from "@effect/cli"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Console, Context, Effect, Either, Layer, Option } from "effect"
+import { Console, Context, Effect, Either, Layer, Option, Predicate } from "effect"
+import { CannotListen } from "../errors.js"
 import { db, invalid, policy } from "../options.js"
 import { loadPolicy } from "../target.js"
+
+/** What a system error code of `listen` means for whoever runs `serve`. */
+const listenProblems: Record<string, (port: number) => string> = {
+  EADDRINUSE: (port) =>
+    `the address is already in use: another process listens on port ${port} (stop it or pick another --port)`,
+  EACCES: (port) => `permission denied: port ${port} needs privileges (ports below 1024 do; pick another --port)`,
+  EADDRNOTAVAIL: () => "the address is not one of this machine's (check --host)",
+  ENOTFOUND: () => "the host name does not resolve (check --host)",
+  EAI_AGAIN: () => "the host name could not be resolved now (check --host and the name service)"
+}
+
+/** Why the server could not listen on `host:port`, from the system's error. */
+const cannotListen = (host: string, port: number, cause: unknown): CannotListen => {
+  const code = Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
+  const explain = code === undefined ? undefined : listenProblems[code]
+  const detail = explain !== undefined
+    ? explain(port)
+    : cause instanceof Error
+    ? cause.message
+    : String(cause)
+  return new CannotListen({ address: `${host.includes(":") ? `[${host}]` : host}:${port}`, code, detail })
+}
 
 /** `toolgate serve` */
 export const serve = Command.make(
@@ -48,7 +71,7 @@ export const serve = Command.make(
         Server.layer({ tokens, port: config.port, host: config.host }).pipe(
           Layer.provide(ToolGateSqlite.layer({ filename: config.db, policy }))
         )
-      )
+      ).pipe(Effect.catchTag("ServeError", (error) => Effect.fail(cannotListen(config.host, config.port, error.cause))))
       const address = Context.get(context, HttpServer.HttpServer).address
       const where = address._tag === "TcpAddress"
         ? `http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}`
@@ -59,4 +82,8 @@ export const serve = Command.make(
       }
       return yield* Effect.never
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("Serve the approval API (and its console) over the SQLite file"))
+).pipe(
+  Command.withDescription(
+    "Serve the approval API (and its console) over the SQLite file; exits 8 when it cannot listen on --host:--port"
+  )
+)

@@ -115,7 +115,12 @@ export const make = (options: {
       ? Effect.succeed([])
       : store.listPending(pendingOptions)
 
-  const extend = (requestId: ApprovalRequest.RequestId, ttl: Duration.DurationInput, actor?: string) =>
+  const extend = (
+    requestId: ApprovalRequest.RequestId,
+    ttl: Duration.DurationInput,
+    actor?: string,
+    extendOptions?: { readonly allowShorten?: boolean | undefined }
+  ) =>
     Effect.gen(function*() {
       const ttlMs = yield* Limits.ttlMillis("ttl", ttl)
       const request = yield* getRequest(requestId)
@@ -125,8 +130,16 @@ export const make = (options: {
       const refused = (r: ApprovalRequest.ApprovalRequest) =>
         r.status === "expired"
           ? new RequestExpired({ requestId, expiresAt: r.expiresAt })
-          : new AlreadyResolved({ requestId, status: r.status as "approved" | "denied" })
+          : new AlreadyResolved({
+            requestId,
+            status: r.status as "approved" | "denied",
+            // who answered, as a refused answer says
+            ...(r.resolution?.respondedBy !== undefined ? { respondedBy: r.resolution.respondedBy } : {})
+          })
       if (settled.status !== "pending") return yield* refused(settled)
+      // An operator who asks for a TTL shorter than the time left wants at least that long, not
+      // less: only an explicit `allowShorten` brings the deadline forward.
+      if (expiresAt <= settled.expiresAt && extendOptions?.allowShorten !== true) return settled
       const result = yield* store.extend(
         settled.requestId,
         expiresAt,
