@@ -121,17 +121,13 @@ const SeqParam = Schema.String.pipe(
   Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER),
   Schema.annotations({ description: "an audit sequence number (`seq`): decimal digits, at most 2^53 - 1" })
 )
-// NumberFromString alone reads "Infinity" and "NaN"
-const TimeParam = Schema.NumberFromString.pipe(
-  Schema.finite(),
-  Schema.annotations({ description: "milliseconds since the epoch" })
-)
-
 const streamFilters = {
   afterSeq: Schema.optional(SeqParam),
   sessionKey: Schema.optional(ToolCall.SessionKey),
   toolName: Schema.optional(Schema.NonEmptyTrimmedString),
-  outcome: Schema.optional(AuditEvent.Outcome)
+  outcome: Schema.optional(AuditEvent.Outcome),
+  since: Schema.optional(AuditEvent.TimeFromString),
+  until: Schema.optional(AuditEvent.TimeFromString)
 }
 
 /**
@@ -142,8 +138,6 @@ const streamFilters = {
  */
 export const AuditParams = Schema.Struct({
   ...streamFilters,
-  since: Schema.optional(TimeParam),
-  until: Schema.optional(TimeParam),
   limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)))
 })
 
@@ -287,7 +281,7 @@ export class AuditGroup extends behindToken(
     .add(
       HttpApiEndpoint.get("query", "/audit")
         .setUrlParams(AuditParams)
-        .addSuccess(Schema.Array(AuditEvent.AuditEvent))
+        .addSuccess(Schema.Array(AuditEvent.Json))
         .addError(SessionNotFound)
         .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
     )
