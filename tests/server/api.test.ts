@@ -234,7 +234,7 @@ describe("HTTP approval API", () => {
         all.filter((e) => e.at >= all[1]!.at && e.at <= all[2]!.at).map((e) => e.seq)
       )
       const full = yield* server.request("GET", "/audit?limit=2", { token: "auditor" })
-      expect(full.json.map(Schema.decodeUnknownSync(AuditEvent.Json))).toEqual(all.slice(0, 2))
+      expect(full.json.map((e: unknown) => Schema.decodeUnknownSync(AuditEvent.Json)(e))).toEqual(all.slice(0, 2))
     }))
 
   it.live("the OpenAPI document and Swagger UI are served", () =>
