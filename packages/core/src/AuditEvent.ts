@@ -69,7 +69,10 @@ const at = Schema.Number
 const sessionKey = SessionKey
 const toolCallId = ToolCallId
 const toolName = Schema.String
-const requestId = RequestId
+// its JSON Schema in one piece: the generated `$ref` with `minLength` beside it fails strict validators
+const requestId = RequestId.annotations({
+  jsonSchema: { type: "string", minLength: 1, pattern: "^\\S([\\s\\S]*\\S)?$", description: "a request id" }
+})
 const rule = Schema.String
 const ruleSource = Decision.RuleSource
 const policyVersion = Schema.String
@@ -779,7 +782,11 @@ export const TimeFromString: Schema.Schema<number, string> = Schema.transformOrF
 // --- the JSON form: what leaves the library (HTTP, Server-Sent Events, the CLI) -----------------
 
 /** The arguments as the JSON object they are, where the log keeps their canonical text. */
-const argsObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+// Its JSON Schema is `type: object` alone (any JSON inside): Unknown's own writes an `$id` that
+// repeats in every use, which validators refuse as ambiguous.
+const argsObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+  jsonSchema: { type: "object" }
+})
 
 const time = Schema.String.annotations({
   description: "`at` as an RFC 3339 date-time (UTC)",
@@ -794,9 +801,13 @@ const jsonStruct = (event: Schema.Struct<Schema.Struct.Fields>) => {
   const fields: Record<string, Schema.Struct.Field> = {}
   for (const [name, field] of Object.entries(event.fields)) {
     fields[name] = name === "args"
-      ? argsObject.annotations({ description: "the arguments asked for" })
+      ? argsObject.annotations({ jsonSchema: { type: "object", description: "the arguments asked for" } })
       : name === "editedArgs"
-      ? Schema.optional(argsObject.annotations({ description: "the arguments the approver substituted" }))
+      ? Schema.optional(
+        argsObject.annotations({
+          jsonSchema: { type: "object", description: "the arguments the approver substituted" }
+        })
+      )
       : field
     if (name === "at") fields["time"] = time
   }
