@@ -7,7 +7,7 @@
  */
 import { AuditEvent } from "@tool-gate/core"
 import { afterEach, describe, expect, test } from "bun:test"
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect, Either, Stream } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { sseEvents } from "../../packages/cli/src/internal/audit.js"
@@ -20,7 +20,7 @@ const parse = (text: string, cuts: ReadonlyArray<number> = []) => {
   const events: Array<Sse.Event> = []
   let from = 0
   for (const cut of [...cuts, text.length]) {
-    events.push(...parser.feed(text.slice(from, cut)))
+    events.push(...Either.getOrThrow(parser.feed(text.slice(from, cut))))
     from = cut
   }
   return { events, retryMs: parser.retryMs() }
@@ -81,6 +81,17 @@ describe("the SSE parser", () => {
     expect(parse("data: a\r", []).events).toEqual([])
     // only the stream's first character is dropped as a byte order mark: later, it is part of a field name
     expect(parse("\uFEFFdata: a\n\n\uFEFFdata: b\n\n").events.map((e) => e.data)).toEqual(["a"])
+  })
+
+  test("a line or an event past the limit fails the stream, rather than growing without end", () => {
+    const at = (limit: number, text: string) => Either.isLeft(Sse.make(limit).feed(text))
+    expect(at(10, "data: 12345")).toBe(true)
+    expect(at(11, "data: 12345")).toBe(false)
+    // the data of one event, over many lines
+    expect(at(10, "data: 123\ndata: 456\ndata: 789\n")).toBe(true)
+    expect(at(12, "data: 123\ndata: 456\ndata: 789\n")).toBe(false)
+    // a dispatched event's data no longer counts
+    expect(at(10, "data: 1234\n\ndata: 5678\n\n")).toBe(false)
   })
 
   test("audit events whose JSON is written over several data lines decode (the reader joins them with LF)", async () => {

@@ -31,12 +31,13 @@ export const sseEvents = <E>(body: Stream.Stream<Uint8Array, E>, onRetry: (milli
     const parser = Sse.make()
     return body.pipe(
       Stream.decodeText(),
-      Stream.mapConcat((text) => {
+      Stream.mapEffect((text) => {
         const events = parser.feed(text)
         const retryMs = parser.retryMs()
         if (retryMs !== undefined) onRetry(retryMs)
         return events
       }),
+      Stream.flattenIterables,
       Stream.filter((event) => event.type === "message"),
       Stream.mapEffect((event) => Schema.decode(Schema.parseJson(AuditEvent.Json))(event.data))
     )

@@ -4,8 +4,17 @@
  * leading byte order mark is dropped, `:` starts a comment, one space after the field's colon is
  * dropped, `data:` lines join with LF, `id:` sets the last event id (not with U+0000 in it),
  * `retry:` with ASCII digits sets the reconnection time, a blank line dispatches the event (none
- * when no `data:` came), and an event left unfinished when the stream ends is dropped.
+ * when no `data:` came), and an event left unfinished when the stream ends is dropped. A line or
+ * an event longer than `maxChars` fails the stream rather than growing without end.
  */
+import { Data, Either } from "effect"
+
+/** A line or an event over the parser's limit. */
+export class EventTooLarge extends Data.TaggedError("EventTooLarge")<{ readonly maxChars: number }> {
+  override get message() {
+    return `an event longer than ${this.maxChars} characters`
+  }
+}
 
 /** A dispatched event. */
 export interface Event {
@@ -18,15 +27,18 @@ export interface Event {
 
 /** A parser for one stream: `feed` takes decoded text chunk by chunk. */
 export interface Parser {
-  readonly feed: (text: string) => ReadonlyArray<Event>
+  readonly feed: (text: string) => Either.Either<ReadonlyArray<Event>, EventTooLarge>
   /** the last `retry:` hint in milliseconds, if the stream gave one */
   readonly retryMs: () => number | undefined
 }
 
 const digits = /^[0-9]+$/
 
-/** A new parser, for the start of a stream. */
-export const make = (): Parser => {
+/**
+ * A new parser, for the start of a stream. `maxChars` bounds a line and an event's data (64 Mi
+ * characters by default, far above what the server writes: its arguments are at most 1 MB).
+ */
+export const make = (maxChars = 64 * 1024 * 1024): Parser => {
   let started = false
   // the previous chunk ended with CR: an LF opening this one ends no other line
   let afterCr = false
@@ -63,9 +75,9 @@ export const make = (): Parser => {
     }
   }
 
-  const feed = (chunk: string): ReadonlyArray<Event> => {
+  const feed = (chunk: string): Either.Either<ReadonlyArray<Event>, EventTooLarge> => {
     let text = chunk
-    if (text === "") return []
+    if (text === "") return Either.right([])
     if (!started) {
       started = true
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
@@ -86,7 +98,7 @@ export const make = (): Parser => {
       start = i + 1
     }
     pending += text.slice(start)
-    return out
+    return pending.length + data.length > maxChars ? Either.left(new EventTooLarge({ maxChars })) : Either.right(out)
   }
 
   return { feed, retryMs: () => retryMs }
