@@ -2,9 +2,9 @@
  * The approval API's happy paths against a real server on loopback over a SQLite file: every
  * endpoint once, answers waking gate waiters, double answers, expiry and the documentation.
  */
-import { ToolCall } from "@tool-gate/core"
+import { AuditEvent, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, Either, Fiber } from "effect"
+import { Effect, Either, Fiber, Schema } from "effect"
 import { describe, it } from "../support/effectTest.js"
 import { awaitPending, bash, paused, startServer } from "./support/server.js"
 
@@ -264,7 +264,7 @@ describe("HTTP approval API", () => {
         all.filter((e) => e.at >= all[1]!.at && e.at <= all[2]!.at).map((e) => e.seq)
       )
       const full = yield* server.request("GET", "/audit?limit=2", { token: "auditor" })
-      expect(full.json).toEqual(all.slice(0, 2))
+      expect(full.json.map((e: unknown) => Schema.decodeUnknownSync(AuditEvent.Json)(e))).toEqual(all.slice(0, 2))
     }))
 
   it.live("the OpenAPI document and Swagger UI are served", () =>

@@ -70,6 +70,12 @@ export type Answer = Omit<ApprovalRequest.ApprovalResponse, "respondedBy">
 export interface AuditOptions {
   readonly afterSeq?: number | undefined
   readonly sessionKey?: ToolCall.SessionKey | undefined
+  readonly toolName?: string | undefined
+  readonly outcome?: AuditEvent.Outcome | undefined
+  /** epoch milliseconds, inclusive */
+  readonly since?: number | undefined
+  /** epoch milliseconds, inclusive */
+  readonly until?: number | undefined
   /** replay, then keep tailing new events until interrupted */
   readonly follow: boolean
 }
@@ -147,10 +153,10 @@ export const layerDirect = (options: DirectOptions): Layer.Layer<Backend, ToolGa
         // ids are global: naming the session keeps another session's grant out of reach
         revoke: (sessionKey, id) => gate.revokeApproval(id, { actor, sessionKey }),
         clear: (sessionKey) => gate.clearApprovals(sessionKey, actor),
-        audit: ({ afterSeq = 0, follow, sessionKey }) =>
+        audit: ({ afterSeq = 0, follow, ...filters }) =>
           follow
-            ? gate.auditLog({ afterSeq, sessionKey })
-            : paged((after) => store.events({ afterSeq: after, sessionKey, limit: pageSize }), afterSeq)
+            ? gate.auditLog({ ...filters, afterSeq })
+            : paged((after) => store.events({ ...filters, afterSeq: after, limit: pageSize }), afterSeq)
       })
     })
   ).pipe(Layer.provide(ToolGateSqlite.layer({ filename: options.filename, policy: options.policy })))

@@ -9,10 +9,11 @@
  *
  * @since 0.1.0
  */
-import { Schema, type Types } from "effect"
+import { ParseResult, Schema, type Types } from "effect"
 import { type ApprovalRequest, RequestId, type Resolution } from "./ApprovalRequest.js"
 import * as Decision from "./Decision.js"
 import { BuiltEvent } from "./internal/builtEvent.js"
+import { canonicalJson } from "./internal/canonical.js"
 import type { Exclusive } from "./internal/exclusive.js"
 import type { SessionApprovalId } from "./SessionApproval.js"
 import { canonicalArgs, SessionKey, type ToolCall, ToolCallId } from "./ToolCall.js"
@@ -68,7 +69,10 @@ const at = Schema.Number
 const sessionKey = SessionKey
 const toolCallId = ToolCallId
 const toolName = Schema.String
-const requestId = RequestId
+// its JSON Schema in one piece: the generated `$ref` with `minLength` beside it fails strict validators
+const requestId = RequestId.annotations({
+  jsonSchema: { type: "string", minLength: 1, pattern: "^\\S([\\s\\S]*\\S)?$", description: "a request id" }
+})
 const rule = Schema.String
 const ruleSource = Decision.RuleSource
 const policyVersion = Schema.String
@@ -685,3 +689,206 @@ export const approvalsCleared = (
   ...(sessionKey !== undefined ? { sessionKey } : {}),
   ...(actor !== undefined ? { actor } : {})
 })
+
+// --- times: RFC 3339 beside the epoch milliseconds ---------------------------------------------
+
+/**
+ * An epoch-millisecond time as RFC 3339 text, in UTC with milliseconds
+ * (`2026-11-24T09:13:31.000Z`): the `time` every event carries beside `at` on the wire.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const rfc3339 = (at: number): string => new Date(at).toISOString()
+
+const rfc3339Text = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
+
+const daysIn = (year: number, month: number): number =>
+  month === 2
+    ? (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28
+    : [4, 6, 9, 11].includes(month)
+    ? 30
+    : 31
+
+/**
+ * Epoch milliseconds of an RFC 3339 date-time (`2026-11-24T09:13:31Z`, `...T10:13:31.5+01:00`), or
+ * `undefined` when the text is not one: every field is checked (no 30 February, no hour 24, no
+ * leap second), where `Date.parse` would roll such a date over. Fractions beyond milliseconds are
+ * cut.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const parseRfc3339 = (text: string): number | undefined => {
+  const m = rfc3339Text.exec(text)
+  if (m === null) return undefined
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
+  const offsetHours = m[10] === undefined ? 0 : Number(m[10])
+  const offsetMinutes = m[11] === undefined ? 0 : Number(m[11])
+  if (
+    month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59 ||
+    offsetHours > 23 || offsetMinutes > 59
+  ) return undefined
+  const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, "0"))
+  const offset = (m[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
+  const utc = new Date(0)
+  utc.setUTCFullYear(year, month - 1, day)
+  utc.setUTCHours(hour, minute, second, millis)
+  return utc.getTime() - offset
+}
+
+const epochText = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/
+
+/**
+ * A time given as text, as `since` and `until` take it: an RFC 3339 date-time
+ * (`2026-11-24T09:13:31Z`) or epoch milliseconds (`1795511611000`). Decodes to epoch
+ * milliseconds; encodes to RFC 3339.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const TimeFromString: Schema.Schema<number, string> = Schema.transformOrFail(
+  Schema.String.annotations({
+    description: "an RFC 3339 date-time (2026-11-24T09:13:31Z) or milliseconds since the epoch"
+  }),
+  Schema.Number.pipe(Schema.finite()),
+  {
+    strict: true,
+    decode: (text, _, ast) => {
+      const at = epochText.test(text) ? Number(text) : parseRfc3339(text)
+      return at !== undefined && Number.isFinite(at) && Math.abs(at) <= 8.64e15
+        ? ParseResult.succeed(at)
+        : ParseResult.fail(
+          new ParseResult.Type(
+            ast,
+            text,
+            `expected an RFC 3339 date-time (2026-11-24T09:13:31Z) or milliseconds since the epoch, got ${
+              JSON.stringify(text)
+            }`
+          )
+        )
+    },
+    encode: (at) => ParseResult.succeed(rfc3339(at))
+  }
+)
+
+// --- the JSON form: what leaves the library (HTTP, Server-Sent Events, the CLI) -----------------
+
+/** The arguments as the JSON object they are, where the log keeps their canonical text. */
+// Its JSON Schema is `type: object` alone (any JSON inside): Unknown's own writes an `$id` that
+// repeats in every use, which validators refuse as ambiguous.
+const argsObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+  jsonSchema: { type: "object" }
+})
+
+const time = Schema.String.annotations({
+  description: "`at` as an RFC 3339 date-time (UTC)",
+  jsonSchema: { format: "date-time" }
+})
+
+/**
+ * One event type's JSON form: its fields with `time` after `at`, `args` and `editedArgs` as
+ * objects.
+ */
+const jsonStruct = (event: Schema.Struct<Schema.Struct.Fields>) => {
+  const fields: Record<string, Schema.Struct.Field> = {}
+  for (const [name, field] of Object.entries(event.fields)) {
+    fields[name] = name === "args"
+      ? argsObject.annotations({ jsonSchema: { type: "object", description: "the arguments asked for" } })
+      : name === "editedArgs"
+      ? Schema.optional(
+        argsObject.annotations({
+          jsonSchema: { type: "object", description: "the arguments the approver substituted" }
+        })
+      )
+      : field
+    if (name === "at") fields["time"] = time
+  }
+  const type = (event.fields["type"] as Schema.Literal<[string]>).literals[0]
+  return Schema.Struct(fields).annotations({ title: type })
+}
+
+// every sequenced event type, read off the union (a type added there gets its JSON form here)
+const members = (AuditEvent as unknown as Schema.Union<ReadonlyArray<Schema.Struct<Schema.Struct.Fields>>>).members
+
+const argsText = (value: unknown): string | undefined => value === undefined ? undefined : canonicalJson(value)
+
+/** Canonical argument text back to its object; text that is not JSON (a row edited by hand) stays text. */
+const argsValue = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/**
+ * An event in its JSON form: `args` and `editedArgs` as objects (`jq '.args.env'` works) and
+ * `time`, `at` as RFC 3339, beside `at`. Fields in the order of the type's schema.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const toJson = (event: AuditEvent): Json => {
+  const json: Record<string, unknown> = { seq: event.seq, at: event.at, time: rfc3339(event.at) }
+  for (const key of Object.keys(event)) {
+    const value = (event as Record<string, unknown>)[key]
+    if (key === "seq" || key === "at" || value === undefined) continue
+    json[key] = key === "args" || key === "editedArgs" ? argsValue(value as string) : value
+  }
+  return json as unknown as Json
+}
+
+const fromJson = (json: Record<string, unknown>): Record<string, unknown> => {
+  const event: Record<string, unknown> = {}
+  for (const key of Object.keys(json)) {
+    if (key === "time") continue
+    event[key] = key === "args" || key === "editedArgs" ? argsText(json[key]) : json[key]
+  }
+  return event
+}
+
+/**
+ * The JSON form of an event of the log, as the HTTP API, its Server-Sent Events and the CLI
+ * write it: `args` and `editedArgs` are JSON objects, `time` is `at` as RFC 3339. Decoding gives
+ * the `AuditEvent` back (the arguments as their canonical text, `time` dropped: `at` is the
+ * time); encoding gives what `toJson` gives. The log keeps its own form: this one is for readers.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Json: Schema.Schema<AuditEvent, Json> = Schema.Union(
+  ...members.map((member) =>
+    Schema.transform(jsonStruct(member), Schema.typeSchema(member), {
+      strict: false,
+      decode: fromJson,
+      encode: (event) => toJson(event as AuditEvent) as unknown as Record<string, unknown>
+    })
+  )
+).annotations({
+  identifier: "AuditEvent",
+  title: "tool-gate audit event",
+  description: "One event of the tool-gate audit log, as the HTTP API, its Server-Sent Events and the CLI write it."
+}) as unknown as Schema.Schema<AuditEvent, Json>
+
+type JsonOf<Event> = Event extends unknown ?
+    & { readonly time: string }
+    & {
+      readonly [K in keyof Event]: K extends "args" | "editedArgs" ? { readonly [key: string]: unknown } : Event[K]
+    }
+  : never
+
+/**
+ * An event of the log in its JSON form (`Json`'s encoded side).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Json = JsonOf<AuditEvent.Encoded>

@@ -154,29 +154,25 @@ const SeqParam = Schema.String.pipe(
   Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER),
   Schema.annotations({ description: "an audit sequence number (`seq`): decimal digits, at most 2^53 - 1" })
 )
-// NumberFromString alone reads "Infinity" and "NaN"
-const TimeParam = Schema.NumberFromString.pipe(
-  Schema.finite(),
-  Schema.annotations({ description: "milliseconds since the epoch" })
-)
-
 const streamFilters = {
   afterSeq: Schema.optional(SeqParam),
   sessionKey: Schema.optional(ToolCall.SessionKey),
   toolName: Schema.optional(Schema.NonEmptyTrimmedString),
-  outcome: Schema.optional(AuditEvent.Outcome)
+  outcome: Schema.optional(AuditEvent.Outcome),
+  since: Schema.optional(AuditEvent.TimeFromString),
+  until: Schema.optional(AuditEvent.TimeFromString)
 }
 
 /**
- * The filters of `GET /audit` (all optional; `limit` defaults to 100, at most 1000).
+ * The filters of `GET /audit` (all optional; `limit` defaults to 100, at most 1000). `since` and
+ * `until` (inclusive) take RFC 3339 (`2026-11-24T09:00:00Z`) or epoch milliseconds; the stream
+ * takes the same filters but `limit`.
  *
  * @since 0.1.0
  * @category models
  */
 export const AuditParams = Schema.Struct({
   ...streamFilters,
-  since: Schema.optional(TimeParam),
-  until: Schema.optional(TimeParam),
   // decimal digits only, as `afterSeq`: NumberFromString alone reads "1e3" and " 10"
   limit: Schema.optional(
     Schema.String.pipe(
@@ -322,6 +318,40 @@ export class SessionsGroup extends behindToken(
 ) {}
 
 /**
+ * The stream's answer in the OpenAPI document: one event of the stream, its `data` the JSON of an
+ * `AuditEvent` (the schema `GET /audit` answers with), where the generated entry says `string`.
+ * The form OpenAPI 3.2 gives Server-Sent Events (`itemSchema`), under 3.1's `schema`.
+ */
+const streamResponse = (operation: Record<string, any>): Record<string, any> => ({
+  ...operation,
+  responses: {
+    ...operation["responses"],
+    200: {
+      description: "A stream of Server-Sent Events, one per audit event; comment lines keep an idle stream open.",
+      content: {
+        "text/event-stream": {
+          schema: {
+            type: "object",
+            description: "One event of the stream: its fields, each on its own line (`id: 7`, `data: {...}`).",
+            required: ["id", "data"],
+            properties: {
+              id: { type: "string", pattern: "^[0-9]+$", description: "the event's `seq`: resume after it" },
+              data: {
+                type: "string",
+                description: "the audit event's JSON, on one line",
+                contentMediaType: "application/json",
+                contentSchema: { $ref: "#/components/schemas/AuditEvent" }
+              },
+              retry: { type: "string", pattern: "^[0-9]+$", description: "the reconnection delay in milliseconds" }
+            }
+          }
+        }
+      }
+    }
+  }
+})
+
+/**
  * The audit log: a filtered query, its head, and a resumable stream.
  *
  * @since 0.1.0
@@ -332,7 +362,7 @@ export class AuditGroup extends behindToken(
     .add(
       HttpApiEndpoint.get("query", "/audit")
         .setUrlParams(AuditParams)
-        .addSuccess(Schema.Array(AuditEvent.AuditEvent))
+        .addSuccess(Schema.Array(AuditEvent.Json))
         .addError(SessionNotFound)
         .annotate(OpenApi.Description, "Events in sequence order; page with `afterSeq` = the last `seq` received.")
     )
@@ -356,6 +386,7 @@ export class AuditGroup extends behindToken(
           "Server-Sent Events: replay after `Last-Event-ID` (or `afterSeq`), then live. Each event is " +
             "`id: <seq>` and `data: <AuditEvent JSON>`; reconnecting with the last id misses nothing and repeats nothing."
         )
+        .annotate(OpenApi.Transform, streamResponse)
     )
 ) {}
 

@@ -210,7 +210,7 @@ const rendered = new WeakMap<AuditEvent.AuditEvent, string>()
 const sseEvent = (event: AuditEvent.AuditEvent): string => {
   let text = rendered.get(event)
   if (text === undefined) {
-    text = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+    text = `id: ${event.seq}\ndata: ${JSON.stringify(AuditEvent.toJson(event))}\n\n`
     rendered.set(event, text)
   }
   return text

@@ -2,14 +2,18 @@
  * A Server-Sent Events reader over `fetch` for the stream tests: reads `id:` / `data:` blocks
  * (skipping comments and `retry:`), and aborts the connection when its scope closes.
  */
-import type { AuditEvent } from "@tool-gate/core"
-import { Effect } from "effect"
+import { AuditEvent } from "@tool-gate/core"
+import { Effect, Schema } from "effect"
 import { authorization, type RequestOptions, type TestServer } from "./server.js"
 
 export interface SseEvent {
   readonly id: string
+  /** the event, decoded from its JSON form (`json`) */
   readonly data: AuditEvent.AuditEvent
+  readonly json: AuditEvent.Json
 }
+
+const decodeEvent = Schema.decodeUnknownSync(AuditEvent.Json)
 
 export interface SseConnection {
   readonly status: number
@@ -51,7 +55,10 @@ export const openStream = (
           if (colon <= 0) continue // a comment (": keep-alive") or a blank line
           fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart())
         }
-        if (fields.has("data")) ready.push({ id: fields.get("id")!, data: JSON.parse(fields.get("data")!) })
+        if (fields.has("data")) {
+          const json = JSON.parse(fields.get("data")!)
+          ready.push({ id: fields.get("id")!, data: decodeEvent(json), json })
+        }
       }
       const take = (count: number) =>
         Effect.promise(async () => {

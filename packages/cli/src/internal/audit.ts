@@ -4,6 +4,7 @@
  */
 import { AuditEvent } from "@tool-gate/core"
 import { Chunk, Effect, Option, Schema, Stream } from "effect"
+import * as Sse from "./sse.js"
 
 export const pageSize = 1000
 
@@ -21,15 +22,23 @@ export const paged = <E>(
       ] as const
     }))
 
-/** Server-Sent Events as audit events: `data:` lines up to a blank line make one event. */
-export const sseEvents = <E>(body: Stream.Stream<Uint8Array, E>) =>
-  body.pipe(
-    Stream.decodeText(),
-    Stream.splitLines,
-    Stream.mapAccum("", (data, line) =>
-      line === ""
-        ? ["", data === "" ? Option.none<string>() : Option.some(data)]
-        : [line.startsWith("data:") ? data + line.slice(5).trimStart() : data, Option.none<string>()]),
-    Stream.filterMap((data) => data),
-    Stream.mapEffect((data) => Schema.decode(Schema.parseJson(AuditEvent.AuditEvent))(data))
-  )
+/**
+ * Server-Sent Events as audit events (the `message` events; each `data` is one event's JSON form).
+ * `onRetry` hears the server's `retry:` hints, for the next reconnection.
+ */
+export const sseEvents = <E>(body: Stream.Stream<Uint8Array, E>, onRetry: (millis: number) => void = () => {}) =>
+  Stream.suspend(() => {
+    const parser = Sse.make()
+    return body.pipe(
+      Stream.decodeText(),
+      Stream.mapEffect((text) => {
+        const events = parser.feed(text)
+        const retryMs = parser.retryMs()
+        if (retryMs !== undefined) onRetry(retryMs)
+        return events
+      }),
+      Stream.flattenIterables,
+      Stream.filter((event) => event.type === "message"),
+      Stream.mapEffect((event) => Schema.decode(Schema.parseJson(AuditEvent.Json))(event.data))
+    )
+  })

@@ -12,9 +12,9 @@ import {
   HttpClientRequest,
   HttpClientResponse
 } from "@effect/platform"
-import { type ApprovalRequest, type SessionApproval, type ToolCall, ToolGateError } from "@tool-gate/core"
+import { type ApprovalRequest, AuditEvent, type SessionApproval, type ToolCall, ToolGateError } from "@tool-gate/core"
 import { Api, Auth } from "@tool-gate/server"
-import { Effect, Option, type Redacted, Schedule, Schema, Stream } from "effect"
+import { Duration, Effect, Option, type Redacted, Schedule, Schema, Stream } from "effect"
 import { paged, pageSize, sseEvents } from "./audit.js"
 import { InvalidInput, ServerRedirected, ServerUnavailable } from "./errors.js"
 
@@ -47,8 +47,21 @@ type Answer = Omit<ApprovalRequest.ApprovalResponse, "respondedBy">
 interface AuditOptions {
   readonly afterSeq?: number | undefined
   readonly sessionKey?: ToolCall.SessionKey | undefined
+  readonly toolName?: string | undefined
+  readonly outcome?: AuditEvent.Outcome | undefined
+  readonly since?: number | undefined
+  readonly until?: number | undefined
   readonly follow: boolean
 }
+
+/** The filters as query parameters (times as RFC 3339, as the server reads them too). */
+const filterParams = (options: AuditOptions): Record<string, string> => ({
+  ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
+  ...(options.toolName !== undefined ? { toolName: options.toolName } : {}),
+  ...(options.outcome !== undefined ? { outcome: options.outcome } : {}),
+  ...(options.since !== undefined ? { since: AuditEvent.rfc3339(options.since) } : {}),
+  ...(options.until !== undefined ? { until: AuditEvent.rfc3339(options.until) } : {})
+})
 
 const withToken = (token: Option.Option<Redacted.Redacted>) => (request: HttpClientRequest.HttpClientRequest) =>
   Option.match(token, { onNone: () => request, onSome: (value) => HttpClientRequest.bearerToken(request, value) })
@@ -108,12 +121,12 @@ export const make = (options: Options) =>
         }
         return Effect.fail(unavailable(`unreadable reply: ${String(error)}`))
       })
-    const stream = ({ afterSeq, sessionKey }: AuditOptions, onConnected: Effect.Effect<void>) =>
+    const stream = (options: AuditOptions, onConnected: Effect.Effect<void>, onRetry: (millis: number) => void) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const request = HttpClientRequest.get(`${url}/audit/stream`).pipe(
           HttpClientRequest.setUrlParams({
-            ...(afterSeq !== undefined ? { afterSeq: String(afterSeq) } : {}),
-            ...(sessionKey !== undefined ? { sessionKey } : {})
+            ...(options.afterSeq !== undefined ? { afterSeq: String(options.afterSeq) } : {}),
+            ...filterParams(options)
           })
         )
         const response = yield* call(http.execute(request))
@@ -122,24 +135,29 @@ export const make = (options: Options) =>
           return yield* Effect.fail(refused)
         }
         yield* onConnected
-        return Stream.mapError(sseEvents(response.stream), (error) =>
+        return Stream.mapError(sseEvents(response.stream, onRetry), (error) =>
           error._tag === "ParseError"
             ? unavailable(`unreadable event: ${error.message}`)
             : unavailable(`the event stream failed: ${error.message}`))
       }))
     /**
      * The stream, connected again after the last event seen whenever it drops once it was up (a
-     * server restart): the server resumes exactly there, so nothing is missed or repeated. A
-     * first connection that fails, a refused token, or a redirect (at any connection) ends the command.
+     * server restart): the server resumes exactly there, so nothing is missed or repeated, after
+     * the server's last `retry:` hint (1 second without one). A first connection that fails, a
+     * refused token, or a redirect (at any connection) ends the command.
      */
     const follow = (options: AuditOptions) =>
       Stream.suspend(() => {
         let afterSeq = options.afterSeq
         let connected = false
+        let retryMs = 1000
         const connectedOnce = Effect.sync(() => {
           connected = true
         })
-        return Stream.suspend(() => stream({ ...options, afterSeq }, connectedOnce)).pipe(
+        const onRetry = (millis: number) => {
+          retryMs = millis
+        }
+        return Stream.suspend(() => stream({ ...options, afterSeq }, connectedOnce, onRetry)).pipe(
           Stream.tap((event) =>
             Effect.sync(() => {
               afterSeq = event.seq
@@ -147,7 +165,8 @@ export const make = (options: Options) =>
           ),
           Stream.concat(Stream.fail(unavailable("the event stream ended"))),
           Stream.retry(
-            Schedule.spaced("1 second").pipe(
+            Schedule.forever.pipe(
+              Schedule.modifyDelay(() => Duration.millis(retryMs)),
               Schedule.whileInput((error: RemoteError) => connected && error instanceof ServerUnavailable)
             )
           )
@@ -177,6 +196,10 @@ export const make = (options: Options) =>
                 urlParams: {
                   afterSeq: after,
                   sessionKey: options.sessionKey,
+                  toolName: options.toolName,
+                  outcome: options.outcome,
+                  since: options.since,
+                  until: options.until,
                   limit: pageSize
                 }
               })),
