@@ -40,6 +40,7 @@ import type { Allowed, CallError, Options, RespondError, RevokeOptions } from ".
 import * as Decisions from "./internal/gate/decisions.js"
 import * as Grants from "./internal/gate/grants.js"
 import * as LogTailer from "./internal/gate/logTailer.js"
+import * as PolicySwitch from "./internal/gate/policySwitch.js"
 import * as Replay from "./internal/gate/replay.js"
 import * as Requests from "./internal/gate/requests.js"
 import * as Waiters from "./internal/gate/waiters.js"
@@ -68,6 +69,7 @@ export type { Allowed, CallError, Hooks, Options, RespondError, RevokeOptions } 
  * @category models
  */
 export interface Service {
+  /** the policy in force (with `reload`, the version enforced at the time it is read) */
   readonly policy: Policy
   readonly shadowPolicy: Policy | undefined
   /** The decision for a call (policy, then session approvals). Its only side effect is the audit event. */
@@ -181,7 +183,10 @@ export class ToolGate extends Context.Tag("@tool-gate/core/ToolGate")<ToolGate, 
 export const make = (options: Options): Effect.Effect<Service, PersistenceError, ApprovalStore | Scope.Scope> =>
   Effect.gen(function*() {
     const store = yield* ApprovalStore
-    const { policy, shadowPolicy } = options
+    const { shadowPolicy } = options
+    const policySwitch = PolicySwitch.make(options.policy, store)
+    // without reloads the parts hold the policy itself: the hot path reads it with no indirection
+    const policy = options.reload === undefined ? options.policy : policySwitch.policy
     const sweepInterval = Duration.decode(options.sweepInterval ?? "1 second")
     const warnBeforeMs = Duration.toMillis(options.warnBefore ?? "1 minute")
     const projection = yield* Grants.makeProjection(store, options.heldSessions)
@@ -212,6 +217,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const answers = Answers.make({ store, policy, limits, projection, ...requests })
 
     yield* tailer.start
+    if (options.reload !== undefined) yield* policySwitch.follow(options.reload)
     yield* Requests.startSweeper(requests.sweep, sweepInterval)
 
     return ToolGate.of({
