@@ -1,7 +1,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { ApprovalStore, type AuditEvent, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Chunk, Effect, Layer, Logger, Queue, Ref, Stream } from "effect"
+import { Chunk, Effect, Layer, Logger, Queue, Ref, Schedule, Stream } from "effect"
 import { renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
@@ -36,6 +36,13 @@ const save = (path: string, text: string) =>
 const versionOf = (text: string) => Effect.map(Policy.fromYaml(text), (policy) => policy.version)
 
 const deploy = (id: string) => ({ id, name: "deploy", sessionKey: "s1" })
+
+/** Waits until the gate enforces `version` (its policy.loaded event is written just before). */
+const enforcing = (gate: ToolGate.Service, version: string) =>
+  Effect.repeat(Effect.sync(() => gate.policy.version), {
+    until: (current) => current === version,
+    schedule: Schedule.spaced("5 millis")
+  })
 
 /** The policy.loaded events of the log, replayed then live, the first `n` of them. */
 const loaded = (gate: ToolGate.Service, n: number) =>
@@ -126,6 +133,7 @@ describe("a gate that reloads its policy file", () => {
           expect([before._tag, before.rule?.id, before.policyVersion]).toEqual(["Deny", "v1-deploy", one])
 
           yield* save(path, v2)
+          yield* enforcing(gate, two)
           const [switched] = yield* loaded(gate, 1)
           expect([switched?.policyVersion, switched?.previousVersion, switched?.source]).toEqual([two, one, path])
           const after = yield* gate.evaluate(deploy("c2"))
@@ -135,7 +143,8 @@ describe("a gate that reloads its policy file", () => {
           // A broken file: logged with its problem, the gate keeps v2 and audits no switch.
           yield* save(path, broken)
           yield* Effect.repeat(Ref.get(logs), {
-            until: (lines) => lines.some((line) => line.includes("was not loaded"))
+            until: (lines) => lines.some((line) => line.includes("was not loaded")),
+            schedule: Schedule.spaced("5 millis")
           })
           const warning = (yield* Ref.get(logs)).find((line) => line.includes("was not loaded"))!
           expect(warning).toContain(`keeps policy ${two}`)
@@ -145,6 +154,7 @@ describe("a gate that reloads its policy file", () => {
 
           // Fixed again: a switch from v2.
           yield* save(path, v3)
+          yield* enforcing(gate, three)
           const [, third] = yield* loaded(gate, 2)
           expect([third?.policyVersion, third?.previousVersion]).toEqual([three, two])
           const last = yield* gate.evaluate(deploy("c4"))
@@ -190,9 +200,7 @@ describe("a gate that reloads its policy file", () => {
           const running = yield* Effect.fork(calls)
           for (const text of [v2, v1, v2]) {
             yield* save(path, text)
-            yield* Effect.repeat(Effect.sync(() => gate.policy.version), {
-              until: (version) => version === (text === v1 ? one : two)
-            })
+            yield* enforcing(gate, text === v1 ? one : two)
           }
           return yield* running
         }).pipe(Effect.provide(gateOn(join(dir, "toolgate.db"), path, logs)), Effect.scoped)
