@@ -310,6 +310,11 @@ export const Reload = Data.taggedEnum<Reload>()
 export interface WatchOptions {
   /** the poll behind the file-system watch, in case an event is dropped (default 1 second) */
   readonly interval?: Duration.DurationInput | undefined
+  /**
+   * how long a changed file must read the same before it counts as saved (default 50 ms), so a
+   * file caught halfway through being written is not enforced
+   */
+  readonly settle?: Duration.DurationInput | undefined
 }
 
 /**
@@ -336,7 +341,7 @@ export interface WatchOptions {
 export const watch = (path: string, options?: WatchOptions): Stream.Stream<Reload, never, FileSystem.FileSystem> => {
   const parse = parserFor(path)
   if (Either.isLeft(parse)) return Stream.make(Reload.Rejected({ error: parse.left, source: path }))
-  return PolicyWatch.texts(path, options?.interval ?? "1 second").pipe(
+  return PolicyWatch.texts(path, options?.interval ?? "1 second", options?.settle ?? "50 millis").pipe(
     Stream.mapEffect((text) =>
       (Either.isLeft(text) ? Effect.fail(unreadable(path, text.left)) : parse.right(text.right)).pipe(
         Effect.match({

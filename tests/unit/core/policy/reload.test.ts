@@ -92,6 +92,30 @@ describe("Policy.watch", () => {
       expect(back._tag).toBe("Loaded")
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
+  it.live(
+    "a file caught halfway through being written is not enforced: only what stays as read",
+    () =>
+      Effect.gen(function*() {
+        const path = join(yield* tempDir, "policy.yaml")
+        writeFileSync(path, v1)
+        const seen = yield* Queue.unbounded<Policy.Reload>()
+        // a long settle, so the test's second write lands well inside it
+        yield* Policy.watch(path, { interval: "20 millis", settle: "1500 millis" }).pipe(
+          Stream.runForEach((reload) => Queue.offer(seen, reload)),
+          Effect.forkScoped
+        )
+        expect((yield* Queue.take(seen))._tag).toBe("Loaded")
+        // the first half of v2 alone is a valid policy that denies nothing
+        const half = "requireApproval: [bash]\n"
+        yield* Effect.sync(() => writeFileSync(path, half))
+        yield* Effect.sleep("100 millis").pipe(Effect.zipRight(Effect.sync(() => writeFileSync(path, v2))))
+        const next = yield* Queue.take(seen)
+        expect(next._tag === "Loaded" && next.policy.version).toBe(yield* versionOf(v2))
+        expect(yield* versionOf(half)).not.toBe(yield* versionOf(v2))
+      }).pipe(Effect.provide(NodeFileSystem.layer)),
+    30_000
+  )
+
   it.live("an unknown extension is Rejected at once", () =>
     Effect.gen(function*() {
       const [reload] = yield* Stream.runCollect(Policy.watch("policy.toml"))
