@@ -1,7 +1,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
-import { ApprovalStore, type AuditEvent, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, type AuditEvent, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Chunk, Effect, Layer, Logger, Queue, Ref, Schedule, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, Logger, Queue, Ref, Schedule, Stream } from "effect"
 import { renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
@@ -237,4 +237,31 @@ describe("a gate that reloads its policy file", () => {
       }),
     30_000
   )
+})
+
+describe("a reload and the calls asked before it", () => {
+  it.live("an approval given under the old version does not run a call the new version denies", () =>
+    Effect.gen(function*() {
+      const reloads = yield* Queue.unbounded<Policy.Reload>()
+      const before = Policy.unsafeMake({ requireApproval: ["deploy"] })
+      const after = Policy.unsafeMake({ deny: [{ id: "freeze", tool: "deploy", reason: "release freeze" }] })
+      const context = yield* Layer.build(
+        ToolGate.layer({ policy: before, reload: Stream.fromQueue(reloads) }).pipe(
+          Layer.provide(ApprovalStore.layerMemory)
+        )
+      )
+      const gate = Context.get(context, ToolGate.ToolGate)
+      const call = { id: "c1", name: "deploy", args: { env: "prod" }, sessionKey: "s1" }
+      const asked = yield* gate.authorize(call)
+      if (!PauseSignal.isPauseSignal(asked)) throw new Error("expected a pause")
+
+      yield* Queue.offer(reloads, Policy.Reload.Loaded({ policy: after, source: "policy.yaml" }))
+      yield* enforcing(gate, after.version)
+      yield* gate.respond(asked.requestId, { decision: "approve_once", respondedBy: "ana" })
+
+      let ran = false
+      const denied = yield* Effect.flip(gate.gate(call, () => Effect.sync(() => (ran = true))))
+      expect(denied._tag === "ToolDenied" && [denied.outcome, denied.rule]).toEqual(["policy", "freeze"])
+      expect(ran).toBe(false)
+    }))
 })
