@@ -3,7 +3,7 @@ import { Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { Effect, Fiber } from "effect"
 
 const policy = Policy.unsafeMake({
-  deny: [{ tool: "bash", args: { command: "rm -rf*" }, reason: "never" }],
+  deny: [{ tool: "bash", args: { command: { shell: "rm -rf*" } }, reason: "never" }],
   requireApproval: ["bash", { tool: "mcp__github__*", sessionScope: "tool" }],
   allow: ["read_file"]
 })

@@ -55,10 +55,10 @@
  *
  * @since 0.1.0
  */
-import { AiError, LanguageModel, Prompt, type Tool, type Toolkit } from "@effect/ai"
+import { AiError, LanguageModel, Prompt, type Response, type Tool, type Toolkit } from "@effect/ai"
 import type { ToolGate, ToolGateError } from "@tool-gate/core"
 import { Checkpoint, type PauseSignal, ToolCall } from "@tool-gate/core"
-import { Data, Duration, Effect, Schema } from "effect"
+import { Chunk, Data, Duration, Effect, Schema, Stream } from "effect"
 import * as GatedToolkit from "./GatedToolkit.js"
 import * as CallIds from "./internal/callIds.js"
 import * as Lease from "./internal/lease.js"
@@ -160,6 +160,13 @@ export interface Options<Tools extends Record<string, Tool.Any>, E, R> {
   /** model turns per conversation, resumes included (default 20) */
   readonly maxTurns?: number | undefined
   readonly onStep?: ((step: Step) => Effect.Effect<void>) | undefined
+  /**
+   * Given, the loop asks the model with `streamText` instead of `generateText` and reports each
+   * piece of the model's text as it arrives (`turn` counts from 1, as `ModelReplied`'s). The turn
+   * is judged once its stream ends, exactly as a generated one: tool calls are gated only when the
+   * model's turn is complete, and `ModelReplied` follows with the whole text.
+   */
+  readonly onTextDelta?: ((delta: { readonly turn: number; readonly delta: string }) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -230,6 +237,25 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
 
   const report: Turn.Report = (call, outcome) => onStep(Step.CallHandled({ call, outcome }))
 
+  /**
+   * One model turn: generated, or streamed to its end with each text delta reported (then read
+   * as a generated turn: its text, its tool calls and the parts the conversation keeps).
+   */
+  const ask = (
+    model: LanguageModel.Service,
+    prompt: Prompt.Prompt,
+    toolkit: Toolkit.WithHandler<Tools>,
+    turn: number
+  ) => {
+    const onTextDelta = options.onTextDelta
+    if (onTextDelta === undefined) return model.generateText({ prompt, toolkit, disableToolCallResolution: true })
+    return model.streamText({ prompt, toolkit, disableToolCallResolution: true }).pipe(
+      Stream.tap((part) => part.type === "text-delta" ? onTextDelta({ turn, delta: part.delta }) : Effect.void),
+      Stream.runCollect,
+      Effect.map((chunk) => streamed(Chunk.toReadonlyArray(chunk)))
+    )
+  }
+
   // The gate and the checkpoint keep the parameters as JSON: encode back what @effect/ai decoded.
   const encodeCall = (
     toolkit: Toolkit.WithHandler<Tools>,
@@ -258,7 +284,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       for (let turns = turnsSoFar;; turns++) {
         if (turns >= maxTurns) return yield* new MaxTurnsExceeded({ sessionKey: session.sessionKey, maxTurns })
         yield* fence
-        const response = yield* model.generateText({ prompt, toolkit, disableToolCallResolution: true })
+        const response = yield* ask(model, prompt, toolkit, turns + 1)
         const calls = yield* Effect.forEach(
           response.toolCalls.filter((call) => !call.providerExecuted),
           (call) => encodeCall(toolkit, call)
@@ -336,3 +362,10 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
 
   return { run, resume }
 }
+
+/** A streamed turn read as a generated one: its text, its tool calls, and its parts. */
+const streamed = <Tools extends Record<string, Tool.Any>>(parts: ReadonlyArray<Response.StreamPart<Tools>>) => ({
+  text: parts.map((part) => part.type === "text-delta" ? part.delta : "").join(""),
+  toolCalls: parts.filter((part): part is Response.ToolCallParts<Tools> => part.type === "tool-call"),
+  content: parts
+})

@@ -30,6 +30,7 @@ import { canonicalArgs, SessionKey, type ToolCall, ToolCallId } from "./ToolCall
  * - `policy.shadow`: a candidate policy (dry run, `ToolGate.Options.shadowPolicy`) would have
  *   decided this call differently; nothing was enforced by it
  * - `call.refused`: a call refused before any judgement (its tool-call id names another call)
+ * - `policy.loaded`: the gate switched to another version of its policy (a reload)
  *
  * @since 0.1.0
  * @category models
@@ -45,7 +46,8 @@ export const EventType = Schema.Literal(
   "session.revoked",
   "approvals.cleared",
   "policy.shadow",
-  "call.refused"
+  "call.refused",
+  "policy.loaded"
 )
 /**
  * @since 0.1.0
@@ -57,7 +59,17 @@ export type EventType = typeof EventType.Type
  * @since 0.1.0
  * @category models
  */
-export const Outcome = Schema.Literal("allow", "deny", "pending", "approved", "denied", "expired", "revoked", "cleared")
+export const Outcome = Schema.Literal(
+  "allow",
+  "deny",
+  "pending",
+  "approved",
+  "denied",
+  "expired",
+  "revoked",
+  "cleared",
+  "loaded"
+)
 /**
  * @since 0.1.0
  * @category models
@@ -285,6 +297,22 @@ export const RefusedEvent = Schema.Struct({
 })
 
 /**
+ * `policy.loaded`: the gate switched to policy `policyVersion` (from `previousVersion`); every
+ * call judged after this event is judged by it. `source` names the file it was read from.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const PolicyLoadedEvent = Schema.Struct({
+  at,
+  type: Schema.Literal("policy.loaded"),
+  outcome: Schema.Literal("loaded"),
+  policyVersion,
+  previousVersion: Schema.optional(policyVersion),
+  source: Schema.optional(Schema.String)
+})
+
+/**
  * An event before the store gives it its sequence number: one of the event types, told apart by
  * `type`.
  *
@@ -302,7 +330,8 @@ export const UnsequencedEvent: Schema.Schema<UnsequencedEvent, UnsequencedEvent.
   RevokedEvent,
   ClearedEvent,
   ShadowEvent,
-  RefusedEvent
+  RefusedEvent,
+  PolicyLoadedEvent
 )
 export type UnsequencedEvent = Exclusive<Members["Type"]>
 /**
@@ -331,6 +360,7 @@ type Members =
   | typeof ClearedEvent
   | typeof ShadowEvent
   | typeof RefusedEvent
+  | typeof PolicyLoadedEvent
 
 const sequenced = <Fields extends Schema.Struct.Fields>(event: Schema.Struct<Fields>) =>
   Schema.Struct({ seq: Schema.Number, ...event.fields })
@@ -352,7 +382,8 @@ export const AuditEvent: Schema.Schema<AuditEvent, AuditEvent.Encoded> = Schema.
   sequenced(RevokedEvent),
   sequenced(ClearedEvent),
   sequenced(ShadowEvent),
-  sequenced(RefusedEvent)
+  sequenced(RefusedEvent),
+  sequenced(PolicyLoadedEvent)
 )
 /**
  * An event of the log. Narrow by `type` for what a type carries; any field can be read on any
@@ -688,6 +719,26 @@ export const approvalsCleared = (
   outcome: "cleared",
   ...(sessionKey !== undefined ? { sessionKey } : {}),
   ...(actor !== undefined ? { actor } : {})
+})
+
+/**
+ * `policy.loaded`: the gate switched from `previousVersion` to `version` at `at`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const policyLoaded = (
+  version: string,
+  previousVersion: string | undefined,
+  at: number,
+  source: string | undefined
+): typeof PolicyLoadedEvent.Type => ({
+  at,
+  type: "policy.loaded",
+  outcome: "loaded",
+  policyVersion: version,
+  ...(previousVersion !== undefined ? { previousVersion } : {}),
+  ...(source !== undefined ? { source } : {})
 })
 
 // --- times: RFC 3339 beside the epoch milliseconds ---------------------------------------------

@@ -20,13 +20,14 @@
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Effect, Either, Schema } from "effect"
+import { Data, type Duration, Effect, Either, Schema, Stream } from "effect"
 import type * as Decision from "./Decision.js"
 import { canonicalJson } from "./internal/canonical.js"
 import type * as Evaluator from "./internal/evaluator.js"
 import * as PolicyCompile from "./internal/policyCompile.js"
 import * as PolicyText from "./internal/policyText.js"
 import * as PolicyValidate from "./internal/policyValidate.js"
+import * as PolicyWatch from "./internal/policyWatch.js"
 import { maxTtlMs, TtlMillis } from "./Limits.js"
 import { PolicyInvalid } from "./ToolGateError.js"
 
@@ -254,21 +255,101 @@ export const fromYaml = (text: string, source?: string): Effect.Effect<Policy, P
  * @category constructors
  */
 export const load = (path: string): Effect.Effect<Policy, PolicyInvalid, FileSystem.FileSystem> => {
+  const parse = parserFor(path)
+  if (Either.isLeft(parse)) return Effect.fail(parse.left)
+  return FileSystem.FileSystem.pipe(
+    Effect.flatMap((fs) => fs.readFileString(path)),
+    Effect.mapError((error) => unreadable(path, error.message)),
+    Effect.flatMap(parse.right)
+  )
+}
+
+const unreadable = (path: string, message: string) =>
+  new PolicyInvalid({ problems: [{ path: "", message: `cannot read the file: ${message}` }], source: path })
+
+/** The parser for a file, by its extension. */
+const parserFor = (
+  path: string
+): Either.Either<(text: string) => Effect.Effect<Policy, PolicyInvalid>, PolicyInvalid> => {
   const extension = /\.(json|ya?ml)$/i.exec(path)?.[1]?.toLowerCase()
-  if (extension === undefined) {
-    return Effect.fail(
+  return extension === undefined
+    ? Either.left(
       new PolicyInvalid({
         problems: [{ path: "", message: "unknown file type: expected a .json, .yaml or .yml file" }],
         source: path
       })
     )
-  }
-  return FileSystem.FileSystem.pipe(
-    Effect.flatMap((fs) => fs.readFileString(path)),
-    Effect.mapError((error) =>
-      new PolicyInvalid({ problems: [{ path: "", message: `cannot read the file: ${error.message}` }], source: path })
-    ),
-    Effect.flatMap((text) => extension === "json" ? fromJson(text, path) : fromYaml(text, path))
+    : Either.right((text) => extension === "json" ? fromJson(text, path) : fromYaml(text, path))
+}
+
+// Reload ----------------------------------------------------------------------------------------
+
+/**
+ * What a watched policy file gives each time its content changes: the policy it now holds
+ * (`Loaded`), or why the new content is not a policy (`Rejected`: a syntax error, an invalid rule,
+ * a file that cannot be read), in which case whoever enforces keeps the policy it had.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Reload = Data.TaggedEnum<{
+  Loaded: { readonly policy: Policy; readonly source: string }
+  Rejected: { readonly error: PolicyInvalid; readonly source: string }
+}>
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const Reload = Data.taggedEnum<Reload>()
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface WatchOptions {
+  /** the poll behind the file-system watch, in case an event is dropped (default 1 second) */
+  readonly interval?: Duration.DurationInput | undefined
+  /**
+   * how long a changed file must read the same before it counts as saved (default 50 ms), so a
+   * file caught halfway through being written is not enforced
+   */
+  readonly settle?: Duration.DurationInput | undefined
+}
+
+/**
+ * Watches a policy file (`.json`, `.yaml`, `.yml`): the file as it is now, then each new content
+ * as it is saved, as a `Reload` (`Loaded` or `Rejected`). A rejected file never ends the stream:
+ * the next save is read again. Give it to the gate as `ToolGate.Options.reload` to enforce each
+ * new version without a restart.
+ *
+ * @example
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Policy } from "@tool-gate/core"
+ * import { Effect, Stream } from "effect"
+ *
+ * const versions = Policy.watch("policy.yaml").pipe(
+ *   Stream.runForEach((reload) =>
+ *     Effect.log(reload._tag === "Loaded" ? `policy ${reload.policy.version}` : reload.error.message)
+ *   ),
+ *   Effect.provide(NodeFileSystem.layer)
+ * )
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const watch = (path: string, options?: WatchOptions): Stream.Stream<Reload, never, FileSystem.FileSystem> => {
+  const parse = parserFor(path)
+  if (Either.isLeft(parse)) return Stream.make(Reload.Rejected({ error: parse.left, source: path }))
+  return PolicyWatch.texts(path, options?.interval ?? "1 second", options?.settle ?? "50 millis").pipe(
+    Stream.mapEffect((text) =>
+      (Either.isLeft(text) ? Effect.fail(unreadable(path, text.left)) : parse.right(text.right)).pipe(
+        Effect.match({
+          onFailure: (error) => Reload.Rejected({ error, source: path }),
+          onSuccess: (policy) => Reload.Loaded({ policy, source: path })
+        })
+      )
+    )
   )
 }
 

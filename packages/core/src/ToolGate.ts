@@ -27,7 +27,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, type Schema, type Stream } from "effect"
+import type * as FileSystem from "@effect/platform/FileSystem"
+import { type Config, type ConfigError, Context, Duration, Effect, Layer, type Schema, type Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type * as ApprovalRequest from "./ApprovalRequest.js"
 import { ApprovalStore, layerMemory as storeMemory } from "./ApprovalStore.js"
@@ -40,9 +41,11 @@ import type { Allowed, CallError, Options, RespondError, RevokeOptions } from ".
 import * as Decisions from "./internal/gate/decisions.js"
 import * as Grants from "./internal/gate/grants.js"
 import * as LogTailer from "./internal/gate/logTailer.js"
+import * as PolicySwitch from "./internal/gate/policySwitch.js"
 import * as Replay from "./internal/gate/replay.js"
 import * as Requests from "./internal/gate/requests.js"
 import * as Waiters from "./internal/gate/waiters.js"
+import * as GateConfig from "./internal/gateConfig.js"
 import * as Limits from "./Limits.js"
 import type * as PauseSignal from "./PauseSignal.js"
 import type { Policy } from "./Policy.js"
@@ -54,6 +57,7 @@ import type {
   InvalidDuration,
   InvalidToolCall,
   PersistenceError,
+  PolicyInvalid,
   RequestExpired,
   RequestNotFound,
   RequestPending,
@@ -68,6 +72,7 @@ export type { Allowed, CallError, Hooks, Options, RespondError, RevokeOptions } 
  * @category models
  */
 export interface Service {
+  /** the policy in force (with `reload`, the version enforced at the time it is read) */
   readonly policy: Policy
   readonly shadowPolicy: Policy | undefined
   /** The decision for a call (policy, then session approvals). Its only side effect is the audit event. */
@@ -186,7 +191,10 @@ export class ToolGate extends Context.Tag("@tool-gate/core/ToolGate")<ToolGate, 
 export const make = (options: Options): Effect.Effect<Service, PersistenceError, ApprovalStore | Scope.Scope> =>
   Effect.gen(function*() {
     const store = yield* ApprovalStore
-    const { policy, shadowPolicy } = options
+    const { shadowPolicy } = options
+    const policySwitch = PolicySwitch.make(options.policy, store)
+    // without reloads the parts hold the policy itself: the hot path reads it with no indirection
+    const policy = options.reload === undefined ? options.policy : policySwitch.policy
     const sweepInterval = Duration.decode(options.sweepInterval ?? "1 second")
     const warnBeforeMs = Duration.toMillis(options.warnBefore ?? "1 minute")
     const projection = yield* Grants.makeProjection(store, options.heldSessions)
@@ -217,6 +225,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const answers = Answers.make({ store, policy, limits, projection, ...requests })
 
     yield* tailer.start
+    if (options.reload !== undefined) yield* policySwitch.follow(options.reload)
     yield* Requests.startSweeper(requests.sweep, sweepInterval)
 
     return ToolGate.of({
@@ -252,3 +261,65 @@ export const layer = (options: Options): Layer.Layer<ToolGate, PersistenceError,
  */
 export const layerMemory = (options: Options): Layer.Layer<ToolGate, PersistenceError> =>
   layer(options).pipe(Layer.provide(storeMemory))
+
+/**
+ * What configuration gives a gate: the policy file, whether to follow it, and the durations.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ConfigInput = GateConfig.ConfigInput
+
+/**
+ * The gate's settings under their default keys: `TOOLGATE_POLICY` (the policy file, required),
+ * `TOOLGATE_POLICY_WATCH` (`true`: enforce each valid version saved while the gate runs),
+ * `TOOLGATE_TTL` (the approval TTL of rules that give none, replacing the file's `ttlMs`),
+ * `TOOLGATE_WARN_BEFORE` and `TOOLGATE_SWEEP_INTERVAL` (durations such as `10 minutes`, from 1 ms
+ * to a year). A missing or unusable value is a `ConfigError` naming its key.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<ConfigInput> = GateConfig.config
+
+/**
+ * The gate's options from configuration (`config`, or any `Config` of the same shape, or a
+ * record of one `Config` per field): the policy loaded from its file, followed when
+ * `watchPolicy` is set, with the other options in `options`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const optionsConfig = (
+  settings: Config.Config.Wrap<ConfigInput> = config,
+  options?: Omit<Options, "policy" | "reload">
+): Effect.Effect<Options, ConfigError.ConfigError | PolicyInvalid, FileSystem.FileSystem> =>
+  Effect.flatMap(GateConfig.read(settings), (input) => GateConfig.options(input, options))
+
+/**
+ * The gate over the `ApprovalStore` in context, configured like the application's other layers:
+ * a bad setting fails the layer with a `ConfigError` naming its key, an invalid policy file with
+ * `PolicyInvalid`. Reads the policy file through the `FileSystem` in context.
+ *
+ * @example
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { ApprovalStore, ToolGate } from "@tool-gate/core"
+ * import { Config, Layer } from "effect"
+ *
+ * // TOOLGATE_POLICY, TOOLGATE_TTL, ... from the environment
+ * const GateLive = ToolGate.layerConfig().pipe(Layer.provide([ApprovalStore.layerMemory, NodeFileSystem.layer]))
+ *
+ * // or keys of your own
+ * const Custom = ToolGate.layerConfig({ policy: Config.string("POLICY_FILE"), ttl: Config.duration("APPROVAL_TTL") })
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  settings: Config.Config.Wrap<ConfigInput> = config,
+  options?: Omit<Options, "policy" | "reload">
+): Layer.Layer<
+  ToolGate,
+  ConfigError.ConfigError | PolicyInvalid | PersistenceError,
+  ApprovalStore | FileSystem.FileSystem
+> => Layer.unwrapEffect(Effect.map(optionsConfig(settings, options), layer))

@@ -16,12 +16,13 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import type { SqlApprovalStore, ToolGate } from "@tool-gate/core"
-import { SqlChangeFeed, ToolGateError, ToolGateSql } from "@tool-gate/core"
-import { Layer, type Redacted } from "effect"
+import type { SqlApprovalStore } from "@tool-gate/core"
+import { SqlChangeFeed, ToolGate, ToolGateError, ToolGateSql } from "@tool-gate/core"
+import { Config, type ConfigError, Effect, Layer, Option, type Redacted } from "effect"
 
 /**
  * @since 0.1.0
@@ -80,3 +81,70 @@ export const layerStore = (
 export const layer = (
   options: Options
 ): Layer.Layer<ToolGateSql.Services, ToolGateError.PersistenceError> => ToolGateSql.layer(options, layerStore(options))
+
+/**
+ * What configuration gives the PostgreSQL gate: the database URL (kept `Redacted`: it may hold a
+ * password) and the gate's settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ConfigInput extends ToolGate.ConfigInput {
+  readonly url: Redacted.Redacted
+  readonly tablePrefix?: string | undefined
+}
+
+/**
+ * The settings under their default keys: `TOOLGATE_DATABASE_URL` (required), `TOOLGATE_TABLE_PREFIX`,
+ * and the gate's (`ToolGate.config`: `TOOLGATE_POLICY`, `TOOLGATE_POLICY_WATCH`, `TOOLGATE_TTL`, ...).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<ConfigInput> = Config.map(
+  Config.all([
+    ToolGate.config,
+    Config.redacted("TOOLGATE_DATABASE_URL"),
+    Config.option(Config.string("TOOLGATE_TABLE_PREFIX"))
+  ]),
+  ([gate, url, tablePrefix]) => ({ ...gate, url, tablePrefix: Option.getOrUndefined(tablePrefix) })
+)
+
+/**
+ * The gate, checkpoints and their stores on PostgreSQL, configured like the application's other
+ * layers (`config` by default, or a record of one `Config` per field). A missing or unusable
+ * setting fails with a `ConfigError` naming its key, an invalid policy file with `PolicyInvalid`;
+ * nothing is opened then. The policy file is read through the `FileSystem` in context.
+ *
+ * @example
+ * import { NodeContext } from "@effect/platform-node"
+ * import { ToolGatePg } from "@tool-gate/pg"
+ * import { Config, Layer } from "effect"
+ *
+ * const GateLive = ToolGatePg.layerConfig({
+ *   url: Config.redacted("DATABASE_URL"),
+ *   policy: Config.string("POLICY_FILE"),
+ *   ttl: Config.duration("APPROVAL_TTL")
+ * }).pipe(Layer.provide(NodeContext.layer))
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  settings: Config.Config.Wrap<ConfigInput> = config,
+  options?: Omit<Options, keyof ConfigInput | "reload">
+): Layer.Layer<
+  ToolGateSql.Services,
+  ConfigError.ConfigError | ToolGateError.PolicyInvalid | ToolGateError.PersistenceError,
+  FileSystem.FileSystem
+> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const input = yield* Config.unwrap(settings)
+    const gate = yield* ToolGate.optionsConfig(Config.succeed(input), options)
+    return layer({
+      ...options,
+      ...gate,
+      url: input.url,
+      ...(input.tablePrefix !== undefined ? { tablePrefix: input.tablePrefix } : {})
+    })
+  }))

@@ -21,12 +21,13 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import type { SqlApprovalStore, ToolGate } from "@tool-gate/core"
-import { SqlChangeFeed, ToolGateError, ToolGateSql } from "@tool-gate/core"
-import type { Duration } from "effect"
-import { Clock, Context, Effect, Layer, Stream } from "effect"
+import type { SqlApprovalStore } from "@tool-gate/core"
+import { SqlChangeFeed, ToolGate, ToolGateError, ToolGateSql } from "@tool-gate/core"
+import type { ConfigError, Duration } from "effect"
+import { Clock, Config, Context, Effect, Layer, Option, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
 
@@ -172,3 +173,74 @@ export const layerStore = (
 export const layer = (
   options: Options
 ): Layer.Layer<ToolGateSql.Services, ToolGateError.PersistenceError> => ToolGateSql.layer(options, layerStore(options))
+
+/**
+ * What configuration gives the SQLite gate: the database file and the gate's settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ConfigInput extends ToolGate.ConfigInput {
+  readonly filename: string
+  readonly tablePrefix?: string | undefined
+}
+
+/**
+ * The settings under their default keys: `TOOLGATE_DB` (the database file, default
+ * `.toolgate/toolgate.db`, as the CLI), `TOOLGATE_TABLE_PREFIX`, and the gate's (`ToolGate.config`:
+ * `TOOLGATE_POLICY`, `TOOLGATE_POLICY_WATCH`, `TOOLGATE_TTL`, ...).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<ConfigInput> = Config.map(
+  Config.all([
+    ToolGate.config,
+    Config.string("TOOLGATE_DB").pipe(Config.withDefault(".toolgate/toolgate.db")),
+    Config.option(Config.string("TOOLGATE_TABLE_PREFIX"))
+  ]),
+  ([gate, filename, tablePrefix]) => ({ ...gate, filename, tablePrefix: Option.getOrUndefined(tablePrefix) })
+)
+
+/**
+ * The gate, checkpoints and their stores on the file, configured like the application's other
+ * layers (`config` by default, or a record of one `Config` per field). A missing or unusable
+ * setting fails with a `ConfigError` naming its key, an invalid policy file with `PolicyInvalid`;
+ * nothing is opened then. The policy file is read through the `FileSystem` in context.
+ *
+ * @example
+ * import { NodeContext } from "@effect/platform-node"
+ * import { ToolGateSqlite } from "@tool-gate/sqlite"
+ * import { Config, Layer } from "effect"
+ *
+ * // TOOLGATE_DB, TOOLGATE_POLICY, TOOLGATE_TTL, ... from the environment
+ * const GateLive = ToolGateSqlite.layerConfig().pipe(Layer.provide(NodeContext.layer))
+ *
+ * // or keys of your own
+ * const Custom = ToolGateSqlite.layerConfig({
+ *   filename: Config.string("APP_GATE_DB"),
+ *   policy: Config.string("APP_POLICY"),
+ *   watchPolicy: Config.boolean("APP_POLICY_WATCH")
+ * })
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  settings: Config.Config.Wrap<ConfigInput> = config,
+  options?: Omit<Options, keyof ConfigInput | "reload">
+): Layer.Layer<
+  ToolGateSql.Services,
+  ConfigError.ConfigError | ToolGateError.PolicyInvalid | ToolGateError.PersistenceError,
+  FileSystem.FileSystem
+> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const input = yield* Config.unwrap(settings)
+    const gate = yield* ToolGate.optionsConfig(Config.succeed(input), options)
+    return layer({
+      ...options,
+      ...gate,
+      filename: input.filename,
+      ...(input.tablePrefix !== undefined ? { tablePrefix: input.tablePrefix } : {})
+    })
+  }))

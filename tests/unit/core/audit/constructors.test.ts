@@ -71,7 +71,9 @@ const built: ReadonlyArray<readonly [string, AuditEvent.UnsequencedEvent]> = [
     AuditEvent.sessionApprovalRevoked(SessionApproval.SessionApprovalId.make("sa1"), held, 1, "ops")
   ],
   ["approvals.cleared (one session)", AuditEvent.approvalsCleared(call.sessionKey, 1, "ops")],
-  ["approvals.cleared (every session)", AuditEvent.approvalsCleared(undefined, 1, undefined)]
+  ["approvals.cleared (every session)", AuditEvent.approvalsCleared(undefined, 1, undefined)],
+  ["policy.loaded (a reload)", AuditEvent.policyLoaded("b".repeat(64), "a".repeat(64), 1, "policy.yaml")],
+  ["policy.loaded (no previous version, no file)", AuditEvent.policyLoaded("b".repeat(64), undefined, 1, undefined)]
 ]
 
 describe("audit event constructors", () => {

@@ -8,7 +8,7 @@ import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } fr
 import addFormats from "ajv-formats"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { expect, test } from "bun:test"
-import { Effect, JSONSchema, Layer, TestClock } from "effect"
+import { Deferred, Effect, JSONSchema, Layer, Stream, TestClock } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
@@ -50,7 +50,13 @@ describe("the audit event's JSON Schema", () => {
 
   const policy = Policy.unsafeMake({ requireApproval: ["bash", "rm"], ttlMs: 120_000 })
   const shadowPolicy = Policy.unsafeMake({ deny: ["ls", "rm"], requireApproval: ["bash"] })
-  const Gate = ToolGate.layer({ policy, shadowPolicy, sweepInterval: "1 second" }).pipe(
+  // a reload the run releases at its end, for the `policy.loaded` event
+  const reloaded = Policy.unsafeMake({ requireApproval: ["bash"] })
+  const release = Effect.runSync(Deferred.make<void>())
+  const reload = Stream.fromEffect(
+    Effect.as(Deferred.await(release), Policy.Reload.Loaded({ policy: reloaded, source: "policy.yaml" }))
+  )
+  const Gate = ToolGate.layer({ policy, shadowPolicy, sweepInterval: "1 second", reload }).pipe(
     Layer.provideMerge(ApprovalStore.layerMemory)
   )
 
@@ -74,13 +80,15 @@ describe("the audit event's JSON Schema", () => {
         editedArgs: { command: "make -j2" }
       })
       yield* Effect.flip(gate.authorize({ id: "c1", name: "bash", args: { command: "other" }, sessionKey: "s1" }))
-      yield* gate.extend(second.requestId, "100 seconds", "ops")
+      yield* gate.extend(second.requestId, "100 seconds", "ops", { allowShorten: true })
       yield* TestClock.adjust("60 seconds")
       yield* TestClock.adjust("50 seconds")
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { grantedBy: "ops" })
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), false, { grantedBy: "ops" })
       yield* gate.clearApprovals(ToolCall.SessionKey.make("s1"), "ops")
       yield* gate.clearApprovals(undefined, "ops")
+      yield* Deferred.succeed(release, undefined)
+      yield* Effect.yieldNow().pipe(Effect.repeat({ until: () => gate.policy.version === reloaded.version }))
 
       const events = yield* store.events()
       expect(new Set(events.map((e) => e.type))).toEqual(new Set(AuditEvent.EventType.literals))

@@ -1,13 +1,19 @@
 import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, Layer, Schema, TestClock } from "effect"
+import { Deferred, Effect, Layer, Schema, Stream, TestClock } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
 
 // One gate session that emits every event type; each event the gate built with its constructor
 // must be one the audit schema accepts and carry what its type promises, through JSON and back.
 const policy = Policy.unsafeMake({ requireApproval: ["bash", "rm"], ttlMs: 120_000 })
 const shadowPolicy = Policy.unsafeMake({ deny: ["ls", "rm"], requireApproval: ["bash"] })
-const Gate = ToolGate.layer({ policy, shadowPolicy, sweepInterval: "1 second" }).pipe(
+// a reload the test releases at its end, for the `policy.loaded` event
+const reloaded = Policy.unsafeMake({ requireApproval: ["bash"] })
+const release = Effect.runSync(Deferred.make<void>())
+const reload = Stream.fromEffect(
+  Effect.as(Deferred.await(release), Policy.Reload.Loaded({ policy: reloaded, source: "policy.yaml" }))
+)
+const Gate = ToolGate.layer({ policy, shadowPolicy, sweepInterval: "1 second", reload }).pipe(
   Layer.provideMerge(ApprovalStore.layerMemory)
 )
 
@@ -38,6 +44,8 @@ describe("audit events built by their constructors", () => {
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { grantedBy: "ops" })
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), false, { grantedBy: "ops" })
       yield* gate.clearApprovals(ToolCall.SessionKey.make("s1"), "ops")
+      yield* Deferred.succeed(release, undefined)
+      yield* Effect.yieldNow().pipe(Effect.repeat({ until: () => gate.policy.version === reloaded.version }))
 
       const events = yield* store.events()
       expect(new Set(events.map((e) => e.type))).toEqual(new Set(AuditEvent.EventType.literals))
@@ -59,5 +67,8 @@ describe("audit events built by their constructors", () => {
         "ops"
       ]])
       expect(byType("approvals.cleared").map((e) => [e.sessionKey, e.actor])).toEqual([["s1", "ops"]])
+      expect(byType("policy.loaded").map((e) => [e.outcome, e.policyVersion, e.previousVersion, e.source])).toEqual<
+        unknown
+      >([["loaded", reloaded.version, policy.version, "policy.yaml"]])
     }).pipe(Effect.provide(Gate)))
 })

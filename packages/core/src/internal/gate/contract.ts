@@ -3,11 +3,11 @@
  * a caller gets when a call may run, the options and hooks of a gate, and the error unions. They
  * live here so that no part imports `ToolGate.ts` back.
  */
-import type { Duration, Effect } from "effect"
+import type { Duration, Effect, Stream } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type * as Decision from "../../Decision.js"
 import type * as Limits from "../../Limits.js"
-import type { Policy } from "../../Policy.js"
+import type { Policy, Reload } from "../../Policy.js"
 import type * as ToolCall from "../../ToolCall.js"
 import type {
   AlreadyResolved,
@@ -49,7 +49,14 @@ export interface Hooks {
  * @category models
  */
 export interface Options {
+  /** the policy enforced from the start */
   readonly policy: Policy
+  /**
+   * New versions of the policy to enforce without a restart (`Policy.watch(path)`). Each other
+   * version is switched to whole, after its `policy.loaded` audit event; a `Rejected` one is
+   * logged and the gate keeps the policy it has.
+   */
+  readonly reload?: Stream.Stream<Reload> | undefined
   /**
    * A candidate policy judged beside the enforced one and never enforced (dry run): every call
    * for which it would decide differently gets a `policy.shadow` audit event.
