@@ -86,6 +86,7 @@ export const auditLine = (event: AuditEvent.AuditEvent): string =>
       tool: event.toolName,
       request: event.requestId,
       rule: event.rule,
+      version: event.type === "policy.loaded" ? event.policyVersion : undefined,
       via: event.via,
       by: event.actor,
       reason: event.reason === undefined ? undefined : JSON.stringify(event.reason)

@@ -46,7 +46,8 @@ const unchanging: ReadonlySet<AuditEvent.EventType> = new Set([
   "session.revoked",
   "approvals.cleared",
   "policy.shadow",
-  "call.refused"
+  "call.refused",
+  "policy.loaded"
 ])
 
 /** Events that end their request's pending (it leaves every pending list). */
