@@ -26,6 +26,7 @@ import { canonicalJson } from "./internal/canonical.js"
 import type * as Evaluator from "./internal/evaluator.js"
 import * as PolicyCompile from "./internal/policyCompile.js"
 import * as PolicyText from "./internal/policyText.js"
+import * as PolicyTools from "./internal/policyTools.js"
 import * as PolicyValidate from "./internal/policyValidate.js"
 import { maxTtlMs, TtlMillis } from "./Limits.js"
 import { PolicyInvalid } from "./ToolGateError.js"
@@ -148,10 +149,13 @@ export interface Rule {
 
 /**
  * A load-time finding that does not stop the policy from loading: a rule that is `shadowed` by
- * an earlier or higher-precedence rule, one that `neverMatches`, a field with `noEffect`, or a
+ * an earlier or higher-precedence rule, one that `neverMatches`, a field with `noEffect`, a
  * deny condition on an argument that is `easyToBypass` (a case-sensitive glob, one without a
- * leading `*`, a command line matched as one string). `path` is the rule's place in the
- * document (`allow[2]`).
+ * leading `*`, a command line matched as one string), or a glob with syntax these globs do not
+ * have (`unsupportedGlob`: `[a-z]`, `{a,b}`, `!(x)`, matched literally). With the tools known
+ * (`lint`), also a rule whose tool glob names no known tool (`unknownTool`) and an argument path
+ * no parameter of its tools has (`unknownArgument`). `path` is the rule's place in the document
+ * (`allow[2]`), or the field's when the finding is about one field (`deny[0].args.comand`).
  *
  * @since 0.1.0
  * @category models
@@ -159,7 +163,14 @@ export interface Rule {
 export interface LintWarning {
   readonly ruleId: string
   readonly path: string
-  readonly kind: "shadowed" | "neverMatches" | "noEffect" | "easyToBypass"
+  readonly kind:
+    | "shadowed"
+    | "neverMatches"
+    | "noEffect"
+    | "easyToBypass"
+    | "unsupportedGlob"
+    | "unknownTool"
+    | "unknownArgument"
   readonly message: string
 }
 
@@ -279,3 +290,88 @@ export const load = (path: string): Effect.Effect<Policy, PolicyInvalid, FileSys
  * @category constructors
  */
 export const allowAll: Policy = unsafeMake({})
+
+// Tools ------------------------------------------------------------------------------------------
+
+/**
+ * A tool a policy is written for: its name and its parameters, as an Effect Schema (a
+ * `GatedTool`'s `parameters`) or a JSON Schema object (from a file); without parameters, only
+ * the name is checked.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Tool {
+  readonly name: string
+  readonly parameters?: Schema.Schema.All | Readonly<Record<string, unknown>> | undefined
+}
+
+/**
+ * What `lint` accepts as the tools: a list of `Tool`s, or an `@effect/ai` `Toolkit` (anything
+ * with `tools` whose entries have a `name` and a `parametersSchema`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Tools =
+  | ReadonlyArray<Tool>
+  | {
+    readonly tools: Readonly<Record<string, { readonly name: string; readonly parametersSchema: Schema.Schema.All }>>
+  }
+
+const knownTools = (tools: Tools): Array<PolicyTools.KnownTool> =>
+  "tools" in tools && !Array.isArray(tools)
+    ? Object.values(tools.tools).map((tool) => ({
+      name: tool.name,
+      parameters: PolicyTools.jsonSchemaOf(tool.parametersSchema)
+    }))
+    : (tools as ReadonlyArray<Tool>).map((tool) => ({
+      name: tool.name,
+      parameters: tool.parameters === undefined
+        ? undefined
+        : Schema.isSchema(tool.parameters)
+        ? PolicyTools.jsonSchemaOf(tool.parameters)
+        : tool.parameters
+    }))
+
+/**
+ * The policy's warnings, and with the tools known, the typos that make a rule fail open: a rule
+ * whose tool glob matches no known tool (`unknownTool`), an argument path that no parameter of
+ * the rule's tools has (`unknownArgument`, with the closest parameter name when there is one).
+ * A tool whose parameter schema cannot be read (a `Schema.declare` without a JSON Schema) has its
+ * argument paths left unchecked; a schema that allows any property (`additionalProperties`, no
+ * `properties` at all) accepts every path below it.
+ *
+ * @example
+ * import { Policy } from "@tool-gate/core"
+ * import { Schema } from "effect"
+ *
+ * const policy = Policy.unsafeMake({ deny: [{ tool: "bash", args: { comand: { shell: "rm *" } } }] })
+ * const warnings = Policy.lint(policy, {
+ *   tools: [{ name: "bash", parameters: Schema.Struct({ command: Schema.String }) }]
+ * })
+ * warnings[0]?.kind // "unknownArgument": 'no parameter is named "comand" (did you mean "command"?)'
+ *
+ * @since 0.1.0
+ * @category lint
+ */
+export const lint = (policy: Policy, options: { readonly tools: Tools }): ReadonlyArray<LintWarning> => [
+  ...policy.warnings,
+  ...PolicyTools.lint(policy.rules, knownTools(options.tools))
+]
+
+/**
+ * The tools in a JSON value read from a tool file: a definition, a list of them or
+ * `{ tools: [...] }` (an MCP `tools/list` result), where a definition is `{ name, parameters }`,
+ * `{ name, inputSchema }` (MCP), `{ name, input_schema }` (Anthropic) or `{ type: "function",
+ * function: { name, parameters } }` (OpenAI). A bare JSON Schema is the parameters of the tool
+ * `fallbackName` (a file `bash.json` describing bash's parameters). Fails with why not.
+ *
+ * @since 0.1.0
+ * @category lint
+ */
+export const toolsFromJson = (value: unknown, fallbackName?: string): Either.Either<Array<Tool>, string> =>
+  Either.map(
+    PolicyTools.fromJson(value, fallbackName),
+    (tools) => tools.map((tool): Tool => ({ name: tool.name, parameters: tool.parameters as Record<string, unknown> }))
+  )

@@ -1,0 +1,274 @@
+/**
+ * The checks that need the tools a policy is written for. A rule whose tool glob names no known
+ * tool, or whose `args` name a path that no parameter of its tools has, never matches: on a deny
+ * rule that typo fails open (`args: { comand: "rm*" }` denies nothing). Parameters are read as
+ * JSON Schemas: from files, from an Effect Schema (`JSONSchema.make`), or from an `@effect/ai`
+ * Toolkit's parameter schemas.
+ */
+import type { Schema } from "effect"
+import { Either, JSONSchema } from "effect"
+import { didYouMean } from "./closest.js"
+import { splitPath } from "./evaluator.js"
+import * as Glob from "./glob.js"
+import type { LintRule, Warning } from "./policyLint.js"
+import { label } from "./policyLint.js"
+
+/** A tool as the checks know it: its name and, when known, its parameters' JSON Schema. */
+export interface KnownTool {
+  readonly name: string
+  /** `undefined`: the parameters are not known, so no argument path is checked */
+  readonly parameters: unknown
+}
+
+/** An Effect Schema's JSON Schema, or `undefined` when it has none (a `declare` without one). */
+export const jsonSchemaOf = (schema: Schema.Schema.All): unknown => {
+  try {
+    return JSONSchema.make(schema as Schema.Schema<unknown, unknown>)
+  } catch {
+    return undefined
+  }
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** How deep `$ref`s and combinators are followed (a recursive schema stops here, as "open"). */
+const maxExpand = 32
+
+/**
+ * The schema nodes `node` stands for: `$ref`s resolved against `root` (`#/$defs/X`,
+ * `#/definitions/X`), `anyOf` / `oneOf` / `allOf` branches listed. `"open"` when anything may be
+ * there (a ref that cannot be followed, or too deep).
+ */
+const expand = (root: unknown, node: unknown, depth = 0): Array<unknown> | "open" => {
+  if (depth > maxExpand) return "open"
+  if (!isRecord(node)) return [node]
+  const out: Array<unknown> = []
+  if (typeof node.$ref === "string") {
+    if (!node.$ref.startsWith("#/")) return "open"
+    let target: unknown = root
+    for (const part of node.$ref.slice(2).split("/")) {
+      const key = decodeURIComponent(part).replace(/~1/g, "/").replace(/~0/g, "~")
+      target = isRecord(target) ? target[key] : undefined
+    }
+    if (target === undefined) return "open"
+    const more = expand(root, target, depth + 1)
+    if (more === "open") return "open"
+    out.push(...more)
+  }
+  for (const key of ["anyOf", "oneOf", "allOf"] as const) {
+    const branches = node[key]
+    if (!Array.isArray(branches)) continue
+    for (const branch of branches) {
+      const more = expand(root, branch, depth + 1)
+      if (more === "open") return "open"
+      out.push(...more)
+    }
+  }
+  const structural = ["type", "properties", "additionalProperties", "patternProperties", "items", "prefixItems"]
+  const combinedOnly = out.length > 0 && !structural.some((key) => key in node)
+  return combinedOnly ? out : [node, ...out]
+}
+
+/** One step into a schema node: the nodes at `segment`, or `"open"` when anything may be there. */
+interface Step {
+  readonly next: Array<unknown>
+  readonly open: boolean
+  /** the property names this node declares, for a suggestion */
+  readonly names: Array<string>
+  /** the node is a string, number, boolean or null: nothing is inside it */
+  readonly scalar: boolean
+}
+
+const arrayIndex = /^(?:0|[1-9][0-9]*)$/
+
+const step = (node: unknown, segment: string): Step => {
+  const none = { next: [], open: false, names: [], scalar: false }
+  if (node === false) return none
+  if (!isRecord(node)) return { ...none, open: true }
+  const types = typeof node.type === "string" ? [node.type] : Array.isArray(node.type) ? node.type : undefined
+  const next: Array<unknown> = []
+  const names: Array<string> = []
+  let open = false
+  let container = false
+  const properties = isRecord(node.properties) ? node.properties : undefined
+  const patterns = isRecord(node.patternProperties) ? node.patternProperties : undefined
+  if (types === undefined || types.includes("object")) {
+    if (properties !== undefined || patterns !== undefined || node.additionalProperties !== undefined) {
+      container = true
+      if (properties !== undefined) {
+        names.push(...Object.keys(properties))
+        if (Object.hasOwn(properties, segment)) next.push(properties[segment])
+      }
+      for (const [source, schema] of Object.entries(patterns ?? {})) {
+        try {
+          if (new RegExp(source, "u").test(segment)) next.push(schema)
+        } catch {
+          open = true
+        }
+      }
+      // declared properties and no additionalProperties: the declared ones are the parameters
+      const additional = node.additionalProperties
+      if (additional === true || isRecord(additional)) next.push(additional)
+      else if (additional === undefined && properties === undefined && patterns === undefined) open = true
+    } else if (types !== undefined) open = true
+  }
+  if (types === undefined || types.includes("array")) {
+    const prefix = Array.isArray(node.prefixItems) ? node.prefixItems : Array.isArray(node.items) ? node.items : []
+    const rest = Array.isArray(node.items) ? node.additionalItems : node.items
+    if (prefix.length > 0 || rest !== undefined) {
+      container = true
+      if (arrayIndex.test(segment)) {
+        const index = Number(segment)
+        if (index < prefix.length) next.push(prefix[index])
+        else if (rest === true || isRecord(rest)) next.push(rest)
+        else if (rest === undefined && prefix.length === 0) open = true
+      }
+    } else if (types !== undefined) open = true
+  }
+  // no type and no structure: a description, a const, an enum; or anything at all
+  if (types === undefined && !container) {
+    open = !("const" in node) && !("enum" in node)
+    return { next, open, names, scalar: !open }
+  }
+  return { next, open, names, scalar: !container && !open }
+}
+
+/** Where a path leaves a tool's parameters, or `undefined` when the path may be there. */
+interface Miss {
+  /** the segments that were found */
+  readonly depth: number
+  readonly names: Array<string>
+  readonly scalar: boolean
+}
+
+const walk = (root: unknown, segments: ReadonlyArray<string>): Miss | undefined => {
+  let nodes: Array<unknown> = [root]
+  for (let depth = 0; depth < segments.length; depth++) {
+    const next: Array<unknown> = []
+    const names: Array<string> = []
+    let scalar = true
+    for (const node of nodes) {
+      const expanded = expand(root, node)
+      if (expanded === "open") return undefined
+      for (const one of expanded) {
+        const result = step(one, segments[depth]!)
+        if (result.open) return undefined
+        next.push(...result.next)
+        names.push(...result.names)
+        scalar &&= result.scalar
+      }
+    }
+    if (next.length === 0) return { depth, names, scalar }
+    nodes = next
+  }
+  return undefined
+}
+
+const quoteList = (names: ReadonlyArray<string>, max = 12): string => {
+  const unique = [...new Set(names)]
+  const shown = unique.slice(0, max).map((name) => JSON.stringify(name)).join(", ")
+  return unique.length > max ? `${shown}, ...` : shown
+}
+
+/** A field path of a rule, written like the validation problems' paths. */
+const argPath = (rule: LintRule, path: string): string =>
+  `${rule.source}[${rule.index}].args${/^[A-Za-z_$][\w$-]*$/.test(path) ? `.${path}` : `[${JSON.stringify(path)}]`}`
+
+const consequence = (rule: LintRule): string =>
+  rule.source === "deny"
+    ? "so this deny rule never denies anything"
+    : rule.source === "requireApproval"
+    ? "so this rule never asks for approval"
+    : "so this rule never allows anything"
+
+/**
+ * Warnings for rules that name no known tool (`unknownTool`) and argument paths that no
+ * parameter of the rule's tools has (`unknownArgument`). `rules` in precedence order.
+ */
+export const lint = (rules: ReadonlyArray<LintRule>, tools: ReadonlyArray<KnownTool>): Array<Warning> => {
+  const warnings: Array<Warning> = []
+  const names = tools.map((tool) => tool.name)
+  for (const rule of rules) {
+    const glob = Glob.compile(rule.tool, true)
+    const matched = tools.filter((tool) => glob.test(tool.name.toLowerCase()))
+    const path = `${rule.source}[${rule.index}]`
+    if (matched.length === 0) {
+      const hint = glob.literal === undefined ? "" : didYouMean(rule.tool, names)
+      warnings.push({
+        ruleId: rule.id,
+        path,
+        kind: "unknownTool",
+        message: `${label(rule)}: tool ${JSON.stringify(rule.tool)} matches none of the known tools${hint}, ${
+          consequence(rule)
+        } (known: ${quoteList(names)})`
+      })
+      continue
+    }
+    const described = matched.filter((tool) => tool.parameters !== undefined)
+    if (described.length < matched.length) continue
+    for (const argument of Object.keys(rule.args ?? {})) {
+      const segments = splitPath(argument)
+      const misses = described.map((tool) => walk(tool.parameters, segments))
+      if (misses.some((miss) => miss === undefined)) continue
+      const deepest = Math.max(...misses.map((miss) => miss!.depth))
+      const at = misses.filter((miss) => miss!.depth === deepest)
+      const parent = segments.slice(0, deepest).join(".")
+      const missing = segments[deepest]!
+      const owners = described.length === 1
+        ? `tool ${JSON.stringify(described[0]!.name)}`
+        : `any of the tools it matches (${quoteList(described.map((tool) => tool.name), 5)})`
+      const where = parent === "" ? "" : ` at ${JSON.stringify(parent)}`
+      const known = at.flatMap((miss) => miss!.names)
+      const detail = at.every((miss) => miss!.scalar) && parent !== ""
+        ? `${JSON.stringify(parent)} is a single value, with nothing inside`
+        : known.length === 0
+        ? `no parameter${where} is named ${JSON.stringify(missing)}`
+        : `no parameter${where} is named ${JSON.stringify(missing)}${didYouMean(missing, known)}; there are ${
+          quoteList(known)
+        }`
+      warnings.push({
+        ruleId: rule.id,
+        path: argPath(rule, argument),
+        kind: "unknownArgument",
+        message: `${label(rule)}: args ${JSON.stringify(argument)} is not a parameter of ${owners}: ${detail}; ` +
+          `the condition never holds, ${consequence(rule)}`
+      })
+    }
+  }
+  return warnings
+}
+
+// Tool definitions ------------------------------------------------------------------------------
+
+/**
+ * The tools in a JSON value: a tool definition, a list of them, or `{ tools: [...] }` (an MCP
+ * `tools/list` result). A definition is `{ name, parameters }` (OpenAI functions and most
+ * frameworks), `{ name, inputSchema }` (MCP), `{ name, input_schema }` (Anthropic) or
+ * `{ type: "function", function: { name, parameters } }` (OpenAI chat tools). A value that is
+ * none of these but a JSON Schema is the parameters of the tool `fallbackName` (a file
+ * `bash.json` holding the schema of bash's parameters), when there is one.
+ */
+export const fromJson = (value: unknown, fallbackName?: string): Either.Either<Array<KnownTool>, string> => {
+  const definition = (u: unknown, where: string): Either.Either<KnownTool, string> => {
+    if (!isRecord(u)) return Either.left(`${where}: expected a tool definition object`)
+    const inner = u.type === "function" && isRecord(u.function) ? u.function : u
+    if (typeof inner.name !== "string" || inner.name === "") {
+      return Either.left(`${where}: a tool definition needs a "name"`)
+    }
+    const parameters = inner.parameters ?? inner.inputSchema ?? inner.input_schema
+    if (parameters !== undefined && !isRecord(parameters) && typeof parameters !== "boolean") {
+      return Either.left(`${where}: the parameters of ${JSON.stringify(inner.name)} are not a JSON Schema`)
+    }
+    // a tool declared without parameters takes none
+    return Either.right({ name: inner.name, parameters: parameters ?? { type: "object", properties: {} } })
+  }
+  const list = (items: ReadonlyArray<unknown>, where: string) =>
+    Either.all(items.map((item, index) => definition(item, `${where}[${index}]`)))
+  if (Array.isArray(value)) return list(value, "")
+  if (isRecord(value) && Array.isArray(value.tools)) return list(value.tools, "tools")
+  if (isRecord(value) && (typeof value.name === "string" || value.type === "function")) {
+    return Either.map(definition(value, "the definition"), (tool) => [tool])
+  }
+  if (isRecord(value) && fallbackName !== undefined) return Either.right([{ name: fallbackName, parameters: value }])
+  return Either.left("expected a tool definition, a list of them, { tools: [...] } or a JSON Schema")
+}
