@@ -24,6 +24,8 @@ import { Effect, Either, Schema } from "effect"
 import type * as Decision from "./Decision.js"
 import { canonicalJson } from "./internal/canonical.js"
 import type * as Evaluator from "./internal/evaluator.js"
+import * as PolicyCases from "./internal/policyCases.js"
+import * as PolicyCheck from "./internal/policyCheck.js"
 import * as PolicyCompile from "./internal/policyCompile.js"
 import * as PolicyText from "./internal/policyText.js"
 import * as PolicyTools from "./internal/policyTools.js"
@@ -375,3 +377,191 @@ export const toolsFromJson = (value: unknown, fallbackName?: string): Either.Eit
     PolicyTools.fromJson(value, fallbackName),
     (tools) => tools.map((tool): Tool => ({ name: tool.name, parameters: tool.parameters as Record<string, unknown> }))
   )
+
+// Trying a policy ---------------------------------------------------------------------------------
+
+/**
+ * Why a policy decides a call as it does: the outcome, the decision, the rule that decided (its
+ * id, its place `deny[0]` and its matcher; absent when the default did), and the other rules that
+ * match the call but lose to it by precedence or document order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Explanation extends PolicyCases.Explanation {}
+
+/**
+ * Explains the decision for one call (see `Explanation`).
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const explain = (policy: Policy, call: MatchInput): Explanation =>
+  PolicyCases.explain(policy, call, (rule, matcher) => unsafeMake({ default: "allow", [rule.source]: [matcher] }))
+
+/**
+ * One row of a policy's test table: a `call` (`{ name, args?, agentId?, intentId? }`), the outcome
+ * it must get (`expect`: `allow`, `deny` or `requireApproval`) and optionally the `rule` id that must
+ * decide it (`default` when no rule may match), with an optional `name`.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const TestCase = PolicyCases.Case
+/**
+ * @since 0.1.0
+ * @category testing
+ */
+export type TestCase = PolicyCases.Case
+
+/**
+ * A test case's result; `failure` (when it failed) says what was expected and what was decided.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export interface TestResult extends PolicyCases.CaseResult {}
+
+/**
+ * Runs a table of cases against a policy, like `opa test`: one result per case, in order.
+ *
+ * @example
+ * import { Policy } from "@tool-gate/core"
+ *
+ * const policy = Policy.unsafeMake({ deny: [{ id: "no-rm", tool: "bash", args: { command: { shell: "rm *" } } }] })
+ * const [result] = Policy.test(policy, [
+ *   { call: { name: "bash", args: { command: "ls && rm -rf /" } }, expect: "deny", rule: "no-rm" }
+ * ])
+ * result?.failure // undefined: the case passed
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const test = (policy: Policy, cases: ReadonlyArray<TestCase>): Array<TestResult> =>
+  PolicyCases.runCases(policy, cases)
+
+/**
+ * The test cases in a YAML or JSON text (a list, or `{ cases: [...] }`), or every problem with
+ * its path (`cases.2.expect: ...`); syntax errors with their line and column.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const testCasesFromText = (
+  text: string,
+  format: "json" | "yaml"
+): Either.Either<Array<TestCase>, Array<string>> => PolicyCases.casesFromText(text, format)
+
+/**
+ * A call read from line `line` of a calls file.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export interface RecordedCall extends PolicyCases.Recorded {}
+
+/**
+ * The calls in JSON Lines (one call `{ name, args, agentId?, intentId? }` or one audit event per
+ * line, as `toolgate audit --json` writes them; `args` as an object or as its JSON text). Events
+ * without a call are `skipped`; the same call (session and tool-call id) in several events is
+ * counted once (`duplicates`). Fails with the first bad line.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const recordedCalls = (text: string): Either.Either<RecordedCalls, string> =>
+  PolicyCases.callsFromJsonLines(text)
+
+/**
+ * What a calls file holds: its calls, the lines `skipped` (audit events without a call) and the
+ * `duplicates` (events about a call already read).
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export interface RecordedCalls extends PolicyCases.RecordedCalls {}
+
+/**
+ * A recorded call that two policies decide differently: another outcome, or the same outcome by
+ * another rule.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export interface Difference extends PolicyCases.Difference {}
+
+/**
+ * The recorded calls `after` decides differently from `before`, in order.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const diff = (before: Policy, after: Policy, calls: ReadonlyArray<RecordedCall>): Array<Difference> =>
+  PolicyCases.diff(before, after, calls)
+
+// Diagnostics ------------------------------------------------------------------------------------
+
+const extensionOf = (path: string): "json" | "yaml" | undefined => {
+  const extension = /\.(json|ya?ml)$/i.exec(path)?.[1]?.toLowerCase()
+  return extension === undefined ? undefined : extension === "json" ? "json" : "yaml"
+}
+
+/**
+ * One problem (`error`) or lint warning (`warning`) of a policy file, with its `path` in the
+ * document and, when the text is known, the `line` and `column` (from 1) where it is written:
+ * syntax errors where the parser stopped, other problems at the offending value (or key, for an
+ * unknown key or an argument path no tool has), warnings at their rule or field.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Diagnostic extends PolicyCheck.Diagnostic {}
+
+/**
+ * What `check` finds: the compiled `policy` when it is valid, and every diagnostic (errors when
+ * it is invalid, else its warnings).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CheckResult extends PolicyCheck.CheckResult {}
+
+/**
+ * Checks a policy's text as an editor or a CI job wants it: every problem and every warning with
+ * its line and column. With `tools`, the warnings are `lint`'s (unknown tools and argument paths
+ * too).
+ *
+ * @since 0.1.0
+ * @category lint
+ */
+export const check = (
+  text: string,
+  options: { readonly format: "json" | "yaml"; readonly source?: string; readonly tools?: Tools }
+): CheckResult =>
+  PolicyCheck.check(
+    text,
+    options.format,
+    (raw) => build(raw, options.source),
+    (policy) => options.tools === undefined ? policy.warnings : lint(policy, { tools: options.tools })
+  )
+
+/**
+ * `check` on a file (`.json`, `.yaml` or `.yml`); a file that cannot be read, or of another type,
+ * is one error.
+ *
+ * @since 0.1.0
+ * @category lint
+ */
+export const checkFile = (
+  path: string,
+  options: { readonly tools?: Tools } = {}
+): Effect.Effect<CheckResult, never, FileSystem.FileSystem> => {
+  const format = extensionOf(path)
+  const error = (message: string): CheckResult => ({ diagnostics: [{ severity: "error", path: "", message }] })
+  if (format === undefined) return Effect.succeed(error("unknown file type: expected a .json, .yaml or .yml file"))
+  return FileSystem.FileSystem.pipe(
+    Effect.flatMap((fs) => fs.readFileString(path)),
+    Effect.map((text) => check(text, { format, source: path, ...options })),
+    Effect.catchAll((failure) => Effect.succeed(error(`cannot read the file: ${failure.message}`)))
+  )
+}

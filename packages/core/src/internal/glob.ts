@@ -41,7 +41,7 @@ export const unsupported = (pattern: string): string | undefined => {
     for (let j = from; j < chars.length; j++) if (plain(j, char)) return j
     return -1
   }
-  const literally = "is matched literally (escape it with \\ to silence this warning)"
+  const literally = "it is matched literally (escape it with \\ to silence this warning)"
   for (let i = 0; i < chars.length; i++) {
     if (plain(i, "[") && closing(i + 2, "]") !== -1) {
       const end = closing(i + 2, "]")

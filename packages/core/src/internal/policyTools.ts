@@ -223,7 +223,7 @@ export const lint = (rules: ReadonlyArray<LintRule>, tools: ReadonlyArray<KnownT
         ? `${JSON.stringify(parent)} is a single value, with nothing inside`
         : known.length === 0
         ? `no parameter${where} is named ${JSON.stringify(missing)}`
-        : `no parameter${where} is named ${JSON.stringify(missing)}${didYouMean(missing, known)}; there are ${
+        : `no parameter${where} is named ${JSON.stringify(missing)}${didYouMean(missing, known)}; parameters${where}: ${
           quoteList(known)
         }`
       warnings.push({
