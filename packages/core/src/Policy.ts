@@ -20,7 +20,7 @@
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, JSONSchema, Schema } from "effect"
 import type * as Decision from "./Decision.js"
 import { canonicalJson } from "./internal/canonical.js"
 import type * as Evaluator from "./internal/evaluator.js"
@@ -37,35 +37,80 @@ const expected = (message: string) => ({ message: () => ({ message, override: tr
 
 const GlobString = Schema.String.annotations(expected("expected a glob string"))
 
-const EffectLiteral = Schema.Literal("allow", "deny", "requireApproval").annotations(
-  expected("expected \"allow\" | \"deny\" | \"requireApproval\"")
-)
+const EffectLiteral = Schema.Literal("allow", "deny", "requireApproval").annotations({
+  ...expected("expected \"allow\" | \"deny\" | \"requireApproval\""),
+  description: "the decision for a call no rule matches"
+})
 
 /** A TTL in whole milliseconds, 1 ms to a year: `Infinity` or `NaN` would make a grant eternal. */
 const TtlMs = Schema.Number.annotations(
   expected(`expected a whole number of milliseconds from 1 to ${maxTtlMs} (one year)`)
-).pipe(Schema.compose(TtlMillis))
+).pipe(Schema.compose(TtlMillis)).annotations({
+  jsonSchema: {
+    type: "integer",
+    minimum: 1,
+    maximum: maxTtlMs,
+    description: "how long a human has to answer, in milliseconds (then the call is denied as expired)"
+  }
+})
+
+const globMatcherJsonSchema = (key: "glob" | "shell", description: string) => ({
+  type: "object",
+  required: [key],
+  properties: { [key]: { type: "string", description }, caseInsensitive: { type: "boolean" } },
+  additionalProperties: false
+})
 
 const ArgPattern = Schema.Unknown.pipe(
   Schema.filter((value) => canonicalJson(value) !== undefined, {
     message: () => "expected a glob string or a JSON value"
   })
-)
+).annotations({
+  jsonSchema: {
+    description: "a glob over the argument's text, an argument matcher, or an exact JSON value",
+    anyOf: [
+      { type: "string", description: "a case-sensitive glob over the whole value (* any text, ? one character)" },
+      globMatcherJsonSchema("glob", "a glob over the value's text"),
+      globMatcherJsonSchema("shell", "a glob over each simple command of a command line"),
+      {
+        type: "object",
+        required: ["equals"],
+        properties: { equals: { description: "an exact value" } },
+        additionalProperties: false
+      },
+      // any other value is compared exactly; an object with a matcher key must be one of the above
+      { not: { type: "object", anyOf: [{ required: ["glob"] }, { required: ["shell"] }, { required: ["equals"] }] } }
+    ]
+  }
+})
 
 const MatcherObject = Schema.Struct({
-  id: Schema.optionalWith(Schema.String.annotations(expected("expected a string")), { exact: true }),
-  tool: GlobString,
+  id: Schema.optionalWith(
+    Schema.String.annotations({
+      ...expected("expected a string"),
+      description: "the rule's id, cited by decisions and audit events"
+    }),
+    { exact: true }
+  ),
+  tool: GlobString.annotations({ description: "a glob over the tool name, compared case-insensitively" }),
   args: Schema.optionalWith(
     Schema.Record({ key: Schema.String, value: ArgPattern }).annotations({
       message: () => "expected an object mapping argument paths to globs or JSON values"
     }),
     { exact: true }
   ),
-  agent: Schema.optionalWith(GlobString, { exact: true }),
-  intent: Schema.optionalWith(GlobString, { exact: true }),
+  agent: Schema.optionalWith(GlobString.annotations({ description: "a glob over the call's agentId" }), {
+    exact: true
+  }),
+  intent: Schema.optionalWith(GlobString.annotations({ description: "a glob over the call's intentId" }), {
+    exact: true
+  }),
   ttlMs: Schema.optionalWith(TtlMs, { exact: true }),
   sessionScope: Schema.optionalWith(
-    Schema.Literal("exact", "tool").annotations(expected("expected \"exact\" | \"tool\"")),
+    Schema.Literal("exact", "tool").annotations({
+      ...expected("expected \"exact\" | \"tool\""),
+      description: "what \"approve for this session\" covers: the exact call, or every call of the tool"
+    }),
     { exact: true }
   ),
   reason: Schema.optionalWith(Schema.String.annotations(expected("expected a string")), { exact: true })
@@ -93,7 +138,10 @@ export type ArgMatcher = Evaluator.ArgMatcher
  * @since 0.1.0
  * @category models
  */
-export const Matcher = Schema.Union(GlobString, MatcherObject)
+export const Matcher = Schema.Union(
+  GlobString.annotations({ description: "a glob over the tool name, compared case-insensitively" }),
+  MatcherObject
+)
 /**
  * @since 0.1.0
  * @category models
@@ -111,9 +159,18 @@ const Matchers = Schema.Array(Matcher).annotations({ message: () => "expected a 
 export const PolicyInput = Schema.Struct({
   default: Schema.optionalWith(EffectLiteral, { default: () => "allow" as const, exact: true }),
   ttlMs: Schema.optionalWith(TtlMs, { default: () => 300_000, exact: true }),
-  allow: Schema.optionalWith(Matchers, { default: () => [], exact: true }),
-  deny: Schema.optionalWith(Matchers, { default: () => [], exact: true }),
-  requireApproval: Schema.optionalWith(Matchers, { default: () => [], exact: true })
+  allow: Schema.optionalWith(Matchers.annotations({ description: "calls that run at once" }), {
+    default: () => [],
+    exact: true
+  }),
+  deny: Schema.optionalWith(Matchers.annotations({ description: "calls that never run" }), {
+    default: () => [],
+    exact: true
+  }),
+  requireApproval: Schema.optionalWith(Matchers.annotations({ description: "calls that wait for a human" }), {
+    default: () => [],
+    exact: true
+  })
 })
 /**
  * @since 0.1.0
@@ -565,3 +622,23 @@ export const checkFile = (
     Effect.catchAll((failure) => Effect.succeed(error(`cannot read the file: ${failure.message}`)))
   )
 }
+
+// JSON Schema ------------------------------------------------------------------------------------
+
+/**
+ * The JSON Schema (draft-07) of a policy file, generated from `PolicyInput`, for editors and
+ * validators; the package ships it as `@tool-gate/core/policy.schema.json`. A YAML file points
+ * editors at it with `# yaml-language-server: $schema=<path or URL>`. What it cannot say (glob
+ * problems, duplicate rule ids, lint warnings) `check` reports.
+ *
+ * @since 0.1.0
+ * @category lint
+ */
+export const makeJsonSchema = (): JSONSchema.JsonSchema7Root =>
+  JSONSchema.make(
+    PolicyInput.annotations({
+      title: "tool-gate policy",
+      description: "Which tool calls an AI agent may make (allow), may not (deny), or makes only after a human's " +
+        "approval (requireApproval). Precedence: deny > requireApproval > allow > default."
+    })
+  )
