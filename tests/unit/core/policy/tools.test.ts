@@ -5,9 +5,10 @@
  * `@effect/ai` Toolkit, or JSON Schemas from files in the common tool-definition formats.
  */
 import { Tool, Toolkit } from "@effect/ai"
+import * as Glob from "@tool-gate/core/Glob"
 import * as Policy from "@tool-gate/core/Policy"
 import { describe, expect, it } from "bun:test"
-import { Either, Schema } from "effect"
+import { Either, FastCheck, Schema } from "effect"
 
 const bash = {
   name: "bash",
@@ -190,5 +191,30 @@ describe("Policy lint: glob syntax these globs do not have", () => {
 
   it("escaped or incomplete syntax is quiet", () => {
     expect(unsupported({ deny: ["task-\\[0-9]", "a[", "{a}", "x{a\\,b}", "(a)", "fn!x"] })).toEqual([])
+  })
+})
+
+describe("Policy lint: escaped globs", () => {
+  it("a pattern with every special character escaped matches the text itself and warns about nothing", () => {
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.string({ minLength: 1, unit: FastCheck.constantFrom(..."ab[]{},!()@+*?\\ ") }),
+        (text) => {
+          const escaped = text.replace(/[\\*?[\]{}!()@+,]/g, "\\$&")
+          expect(Glob.make(escaped).test(text)).toBe(true)
+          const policy = Policy.unsafeMake({ deny: [{ tool: "x", args: { p: escaped } }] })
+          expect(policy.warnings.filter((w) => w.kind === "unsupportedGlob")).toEqual([])
+        }
+      )
+    )
+  })
+
+  it("unescaped, the same texts warn whenever they hold a class, braces with a comma or an extended glob", () => {
+    const warns = (pattern: string) =>
+      Policy.unsafeMake({ deny: [{ tool: "x", args: { p: `*${pattern}` } }] }).warnings.some((w) =>
+        w.kind === "unsupportedGlob"
+      )
+    expect(["[ab]", "a{b,c}", "!(a)", "+(a|b)", "@(x)"].map(warns)).toEqual([true, true, true, true, true])
+    expect(["[]", "a{b}", "(a)", "!a", "a,b"].map(warns)).toEqual([false, false, false, false, false])
   })
 })
