@@ -169,8 +169,8 @@ const easyToBypass = (path: string, pattern: unknown): string | undefined => {
   return reasons.length === 0 ? undefined : `args "${path}" is easy to step around: ${reasons.join("; ")}`
 }
 
-/** A field of a rule, written like the validation problems' paths. */
-const fieldPath = (rule: LintRule, ...keys: ReadonlyArray<string>): string =>
+/** A field of a rule, written like the validation problems' paths (`deny[0].args["a.b"]`). */
+export const fieldPath = (rule: LintRule, ...keys: ReadonlyArray<string>): string =>
   keys.reduce(
     (out, key) => `${out}${/^[A-Za-z_$][\w$-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`,
     pathOf(rule)

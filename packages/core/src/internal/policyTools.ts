@@ -11,7 +11,7 @@ import { didYouMean } from "./closest.js"
 import { splitPath } from "./evaluator.js"
 import * as Glob from "./glob.js"
 import type { LintRule, Warning } from "./policyLint.js"
-import { label } from "./policyLint.js"
+import { fieldPath, label } from "./policyLint.js"
 
 /** A tool as the checks know it: its name and, when known, its parameters' JSON Schema. */
 export interface KnownTool {
@@ -166,10 +166,6 @@ const quoteList = (names: ReadonlyArray<string>, max = 12): string => {
   return unique.length > max ? `${shown}, ...` : shown
 }
 
-/** A field path of a rule, written like the validation problems' paths. */
-const argPath = (rule: LintRule, path: string): string =>
-  `${rule.source}[${rule.index}].args${/^[A-Za-z_$][\w$-]*$/.test(path) ? `.${path}` : `[${JSON.stringify(path)}]`}`
-
 const consequence = (rule: LintRule): string =>
   rule.source === "deny"
     ? "so this deny rule never denies anything"
@@ -224,7 +220,7 @@ export const lint = (rules: ReadonlyArray<LintRule>, tools: ReadonlyArray<KnownT
         }`
       warnings.push({
         ruleId: rule.id,
-        path: argPath(rule, argument),
+        path: fieldPath(rule, "args", argument),
         kind: "unknownArgument",
         message: `${label(rule)}: args ${JSON.stringify(argument)} is not a parameter of ${owners}: ${detail}; ` +
           `the condition never holds, ${consequence(rule)}`

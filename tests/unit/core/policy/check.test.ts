@@ -101,6 +101,20 @@ allow:
   })
 })
 
+describe("Policy.check: did you mean", () => {
+  it("suggests every key of the policy and of a matcher object when one letter is off", () => {
+    const matcherObject = Policy.Matcher.members[1]
+    for (const key of Object.keys(Policy.PolicyInput.fields)) {
+      const [problem] = Policy.check(`${key}x: 1\n`, { format: "yaml" }).diagnostics
+      expect(problem!.message).toBe(`unknown key (did you mean ${JSON.stringify(key)}?)`)
+    }
+    for (const key of Object.keys(matcherObject.fields)) {
+      const [problem] = Policy.check(`allow:\n  - tool: t\n    ${key}x: 1\n`, { format: "yaml" }).diagnostics
+      expect(problem!.message).toBe(`unknown key (did you mean ${JSON.stringify(key)}?)`)
+    }
+  })
+})
+
 describe("Policy.checkFile", () => {
   it("reads .yaml and .json files; a missing file or another type is one error", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "toolgate-check-"))
