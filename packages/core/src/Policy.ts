@@ -397,6 +397,8 @@ const knownTools = (tools: Tools): Array<PolicyTools.KnownTool> =>
  * The policy's warnings, and with the tools known, the typos that make a rule fail open: a rule
  * whose tool glob matches no known tool (`unknownTool`), an argument path that no parameter of
  * the rule's tools has (`unknownArgument`, with the closest parameter name when there is one).
+ * A condition on a path that exists but that no value of the parameter can meet (an `enum` it
+ * misses, a type it never matches) is `neverMatches`.
  * A tool whose parameter schema cannot be read (a `Schema.declare` without a JSON Schema) has its
  * argument paths left unchecked; a schema that allows any property (`additionalProperties`, no
  * `properties` at all) accepts every path below it.

@@ -8,7 +8,7 @@
 import type { Schema } from "effect"
 import { Either, JSONSchema } from "effect"
 import { didYouMean } from "./closest.js"
-import { splitPath } from "./evaluator.js"
+import { asMatcher, splitPath, valueTest } from "./evaluator.js"
 import * as Glob from "./glob.js"
 import type { LintRule, Warning } from "./policyLint.js"
 import { fieldPath, label } from "./policyLint.js"
@@ -137,7 +137,8 @@ interface Miss {
   readonly scalar: boolean
 }
 
-const walk = (root: unknown, segments: ReadonlyArray<string>): Miss | undefined => {
+/** The schema nodes at a path (`"open"` when anything may be there), or where the path leaves them. */
+const walk = (root: unknown, segments: ReadonlyArray<string>): Miss | { readonly nodes: Array<unknown> } | "open" => {
   let nodes: Array<unknown> = [root]
   for (let depth = 0; depth < segments.length; depth++) {
     const next: Array<unknown> = []
@@ -145,10 +146,10 @@ const walk = (root: unknown, segments: ReadonlyArray<string>): Miss | undefined 
     let scalar = true
     for (const node of nodes) {
       const expanded = expand(root, node)
-      if (expanded === "open") return undefined
+      if (expanded === "open") return "open"
       for (const one of expanded) {
         const result = step(one, segments[depth]!)
-        if (result.open) return undefined
+        if (result.open) return "open"
         next.push(...result.next)
         names.push(...result.names)
         scalar &&= result.scalar
@@ -157,7 +158,51 @@ const walk = (root: unknown, segments: ReadonlyArray<string>): Miss | undefined 
     if (next.length === 0) return { depth, names, scalar }
     nodes = next
   }
-  return undefined
+  const leaves: Array<unknown> = []
+  for (const node of nodes) {
+    const expanded = expand(root, node)
+    if (expanded === "open") return "open"
+    leaves.push(...expanded)
+  }
+  return { nodes: leaves }
+}
+
+const jsonType = (value: unknown): string => value === null ? "null" : Array.isArray(value) ? "array" : typeof value
+
+/**
+ * Whether a value the schema node allows can match the pattern: `false` when none can (the
+ * node's `enum` / `const` values all fail it, or its `type` is one the pattern never matches),
+ * `undefined` when the node does not say.
+ */
+const canMatch = (node: unknown, test: (value: unknown) => boolean, pattern: unknown): boolean | undefined => {
+  if (!isRecord(node)) return node === false ? false : undefined
+  const values = Array.isArray(node.enum) ? node.enum : "const" in node ? [node.const] : undefined
+  if (values !== undefined) return values.some(test)
+  const types = typeof node.type === "string" ? [node.type] : Array.isArray(node.type) ? node.type : undefined
+  if (types === undefined) return undefined
+  const matcher = asMatcher(pattern)
+  const exact = typeof pattern === "string" || (matcher !== undefined && !("equals" in matcher))
+    ? undefined
+    : matcher !== undefined && "equals" in matcher
+    ? matcher.equals
+    : pattern
+  // a glob sees strings, and numbers and booleans as their JSON text
+  const wanted = exact === undefined
+    ? ["string", "number", "integer", "boolean"]
+    : jsonType(exact) === "number"
+    ? Number.isInteger(exact) ? ["number", "integer"] : ["number"]
+    : [jsonType(exact)]
+  return types.some((type) => wanted.includes(type as string))
+}
+
+const describeValues = (nodes: ReadonlyArray<unknown>): string => {
+  const parts = nodes.map((node) => {
+    if (!isRecord(node)) return "nothing"
+    const values = Array.isArray(node.enum) ? node.enum : "const" in node ? [node.const] : undefined
+    if (values !== undefined) return `one of ${values.slice(0, 8).map((value) => JSON.stringify(value)).join(", ")}`
+    return `of type ${Array.isArray(node.type) ? node.type.join(" | ") : String(node.type)}`
+  })
+  return [...new Set(parts)].join(", or ")
 }
 
 const quoteList = (names: ReadonlyArray<string>, max = 12): string => {
@@ -200,8 +245,28 @@ export const lint = (rules: ReadonlyArray<LintRule>, tools: ReadonlyArray<KnownT
     if (described.length < matched.length) continue
     for (const argument of Object.keys(rule.args ?? {})) {
       const segments = splitPath(argument)
-      const misses = described.map((tool) => walk(tool.parameters, segments))
-      if (misses.some((miss) => miss === undefined)) continue
+      const walked = described.map((tool) => walk(tool.parameters, segments))
+      if (walked.some((result) => result === "open")) continue
+      // a path any of the tools has is fine; its values must still be able to match
+      const found = walked.flatMap((result) => typeof result === "object" && "nodes" in result ? result.nodes : [])
+      if (found.length > 0) {
+        const pattern = rule.args![argument]
+        const test = valueTest(pattern, rule.source === "allow" ? "allow" : "deny")
+        if (found.every((node) => canMatch(node, test, pattern) === false)) {
+          warnings.push({
+            ruleId: rule.id,
+            path: fieldPath(rule, "args", argument),
+            kind: "neverMatches",
+            message:
+              `${label(rule)}: never matches: args ${JSON.stringify(argument)} is ${describeValues(found)} for ${
+                described.length === 1 ? `tool ${JSON.stringify(described[0]!.name)}` : "the tools it matches"
+              }, ` +
+              `and ${JSON.stringify(pattern)} matches no such value; ${consequence(rule)}`
+          })
+        }
+        continue
+      }
+      const misses = walked as Array<Miss>
       const deepest = Math.max(...misses.map((miss) => miss!.depth))
       const at = misses.filter((miss) => miss!.depth === deepest)
       const parent = segments.slice(0, deepest).join(".")

@@ -116,6 +116,36 @@ describe("Policy.lint with tools", () => {
     ])
   })
 
+  it("a condition no value of the parameter can meet: an enum it misses, a type it never matches", () => {
+    const deploy = [{
+      name: "deploy",
+      parameters: Schema.Struct({
+        env: Schema.Literal("production", "staging"),
+        replicas: Schema.Int,
+        files: Schema.Array(Schema.String),
+        note: Schema.optional(Schema.NullOr(Schema.String))
+      })
+    }]
+    const neverMatching = (args: Record<string, unknown>) =>
+      Policy.lint(Policy.unsafeMake({ deny: [{ tool: "deploy", args }] }), { tools: deploy })
+        .filter((w) => w.kind === "neverMatches").map((w) => w.path)
+    expect(neverMatching({ env: "prod" })).toEqual(["deny[0].args.env"])
+    expect(neverMatching({ env: "prod*" })).toEqual([])
+    expect(neverMatching({ env: { glob: "PROD*", caseInsensitive: true } })).toEqual([])
+    expect(neverMatching({ replicas: "3" })).toEqual([])
+    expect(neverMatching({ replicas: 3 })).toEqual([])
+    expect(neverMatching({ replicas: "three" })).toEqual([])
+    expect(neverMatching({ replicas: { equals: "3" } })).toEqual(["deny[0].args.replicas"])
+    expect(neverMatching({ replicas: 2.5 })).toEqual(["deny[0].args.replicas"])
+    expect(neverMatching({ files: "*.env" })).toEqual(["deny[0].args.files"])
+    expect(neverMatching({ "files.0": "*.env", note: null })).toEqual([])
+    const [warning] = Policy.lint(Policy.unsafeMake({ deny: [{ tool: "deploy", args: { env: "prod" } }] }), {
+      tools: deploy
+    }).filter((w) => w.kind === "neverMatches")
+    expect(warning!.message).toContain("args \"env\" is one of \"production\", \"staging\" for tool \"deploy\"")
+    expect(warning!.message).toContain("never denies anything")
+  })
+
   it("an @effect/ai Toolkit", () => {
     const toolkit = Toolkit.make(
       Tool.make("deploy", { parameters: { env: Schema.String, version: Schema.String }, success: Schema.String })
