@@ -18,7 +18,10 @@ import { type CannotListen, Failed } from "./errors.js"
  */
 export const ExitCode = {
   ok: 0,
-  /** `policy check` found problems, or `--policy` names an invalid policy */
+  /**
+   * `policy check` found problems (or warnings, with `--strict`), `--policy` names an invalid
+   * policy, a `policy test` case failed, or `policy diff --exit-code` found differences
+   */
   policyInvalid: 1,
   /** a bad command line or input: unknown option, malformed `--args`, bad `--ttl` or `--session-ttl`, a refused answer */
   usage: 2,

@@ -23,6 +23,47 @@ export const problem = (pattern: string): string | undefined => {
   return escaped ? "ends with a dangling \\ escape (write \\\\ for a literal backslash)" : undefined
 }
 
+/**
+ * Syntax other glob dialects have and these patterns do not: a character class `[a-z]`, braces
+ * `{a,b}`, an extended glob `!(x)`. Each of those characters matches itself here, so such a
+ * pattern almost never matches what its author meant; this says so (a warning, the pattern is
+ * valid), or `undefined`. Escaped characters (`\[`) are meant literally and pass.
+ */
+export const unsupported = (pattern: string): string | undefined => {
+  const chars = Array.from(pattern)
+  const escaped = chars.map(() => false)
+  for (let i = 0, escape = false; i < chars.length; i++) {
+    escaped[i] = escape
+    escape = !escape && chars[i] === "\\"
+  }
+  const plain = (i: number, char: string) => chars[i] === char && !escaped[i]
+  const closing = (from: number, char: string) => {
+    for (let j = from; j < chars.length; j++) if (plain(j, char)) return j
+    return -1
+  }
+  const literally = "it is matched literally (escape it with \\ to silence this warning)"
+  for (let i = 0; i < chars.length; i++) {
+    if (plain(i, "[") && closing(i + 2, "]") !== -1) {
+      const end = closing(i + 2, "]")
+      return `${JSON.stringify(chars.slice(i, end + 1).join(""))} looks like a character class, which globs here ` +
+        `do not support: ${literally}; use ? for any one character, or one rule per alternative`
+    }
+    if (plain(i, "{")) {
+      const end = closing(i + 1, "}")
+      if (end !== -1 && chars.slice(i + 1, end).some((char, k) => char === "," && !escaped[i + 1 + k])) {
+        return `${JSON.stringify(chars.slice(i, end + 1).join(""))} looks like brace alternatives, which globs ` +
+          `here do not support: ${literally}; write one rule per alternative`
+      }
+    }
+    if ((plain(i, "!") || plain(i, "+") || plain(i, "@")) && plain(i + 1, "(") && closing(i + 2, ")") !== -1) {
+      const end = closing(i + 2, ")")
+      return `${JSON.stringify(chars.slice(i, end + 1).join(""))} looks like an extended glob, which globs here ` +
+        `do not support: ${literally}`
+    }
+  }
+  return undefined
+}
+
 const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff
 const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff
 const isPair = (high: string, low: string) => isHigh(high.charCodeAt(0)) && isLow(low.charCodeAt(0))

@@ -21,16 +21,26 @@ export interface LintRule {
   readonly sessionScope?: "exact" | "tool" | undefined
 }
 
+/** What a warning is about; `unknownTool` and `unknownArgument` need the tools (`policyTools`). */
+export type Kind =
+  | "shadowed"
+  | "neverMatches"
+  | "noEffect"
+  | "easyToBypass"
+  | "unsupportedGlob"
+  | "unknownTool"
+  | "unknownArgument"
+
 export interface Warning {
   readonly ruleId: string
   readonly path: string
-  readonly kind: "shadowed" | "neverMatches" | "noEffect" | "easyToBypass"
+  readonly kind: Kind
   readonly message: string
 }
 
 const pathOf = (rule: LintRule): string => `${rule.source}[${rule.index}]`
 
-const label = (rule: LintRule): string => {
+export const label = (rule: LintRule): string => {
   const path = pathOf(rule)
   return rule.id === path ? `${path} (tool "${rule.tool}")` : `${path} "${rule.id}" (tool "${rule.tool}")`
 }
@@ -159,6 +169,34 @@ const easyToBypass = (path: string, pattern: unknown): string | undefined => {
   return reasons.length === 0 ? undefined : `args "${path}" is easy to step around: ${reasons.join("; ")}`
 }
 
+/** A field of a rule, written like the validation problems' paths (`deny[0].args["a.b"]`). */
+export const fieldPath = (rule: LintRule, ...keys: ReadonlyArray<string>): string =>
+  keys.reduce(
+    (out, key) => `${out}${/^[A-Za-z_$][\w$-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`,
+    pathOf(rule)
+  )
+
+/** Whether the rule is a bare tool glob (written as a string, or as `{ tool }` alone). */
+const isPlain = (rule: LintRule): boolean =>
+  rule.id === pathOf(rule) && rule.args === undefined && rule.agent === undefined && rule.intent === undefined &&
+  rule.ttlMs === undefined && rule.sessionScope === undefined
+
+/** Every glob of a rule with its path: the tool, agent and intent, and the argument globs. */
+const globsOf = (rule: LintRule, plain: boolean): Array<readonly [string, string]> => {
+  const out: Array<readonly [string, string]> = [[plain ? pathOf(rule) : fieldPath(rule, "tool"), rule.tool]]
+  if (rule.agent !== undefined) out.push([fieldPath(rule, "agent"), rule.agent])
+  if (rule.intent !== undefined) out.push([fieldPath(rule, "intent"), rule.intent])
+  for (const [path, pattern] of Object.entries(rule.args ?? {})) {
+    const matcher = asMatcher(pattern)
+    if (typeof pattern === "string") out.push([fieldPath(rule, "args", path), pattern])
+    else if (matcher !== undefined && "glob" in matcher) out.push([fieldPath(rule, "args", path, "glob"), matcher.glob])
+    else if (matcher !== undefined && "shell" in matcher) {
+      out.push([fieldPath(rule, "args", path, "shell"), matcher.shell])
+    }
+  }
+  return out
+}
+
 /** All warnings, rule by rule in precedence order. `rules` must be in precedence order. */
 export const lint = (rules: ReadonlyArray<LintRule>): Array<Warning> => {
   const warnings: Array<Warning> = []
@@ -177,6 +215,12 @@ export const lint = (rules: ReadonlyArray<LintRule>): Array<Warning> => {
           "noEffect",
           `sessionScope has no effect on ${article(rule.source)} rule (only requireApproval rules are approved)`
         )
+      }
+    }
+    for (const [at, pattern] of globsOf(rule, isPlain(rule))) {
+      const unsupported = Glob.unsupported(pattern)
+      if (unsupported !== undefined) {
+        warnings.push({ ruleId: rule.id, path: at, kind: "unsupportedGlob", message: `${label(rule)}: ${unsupported}` })
       }
     }
     if (rule.source === "deny") {

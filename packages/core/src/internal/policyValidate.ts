@@ -6,6 +6,7 @@
  */
 import { Either, ParseResult } from "effect"
 import { PolicyInvalid } from "../ToolGateError.js"
+import { didYouMean } from "./closest.js"
 import * as Evaluator from "./evaluator.js"
 import * as Glob from "./glob.js"
 
@@ -40,12 +41,42 @@ const isMatcherPath = (segments: Segments): boolean =>
   segments.length === 2 && (lists as ReadonlyArray<PropertyKey>).includes(segments[0]) &&
   typeof segments[1] === "number"
 
+/** The keys a policy document takes (the `PolicyInput` Schema's). */
+const policyKeys = ["default", "ttlMs", "deny", "requireApproval", "allow"]
+
+/** The keys a matcher object takes (the `Matcher` Schema's object form). */
+const matcherKeys = ["id", "tool", "args", "agent", "intent", "ttlMs", "sessionScope", "reason"]
+
+/** The keys an argument matcher takes. */
+const argMatcherKeys = [...Evaluator.matcherKeys, "caseInsensitive"]
+
+/** `unknown key`, with the known key it most likely meant. */
+const unknownKey = (segments: Segments): string => {
+  const parent = segments.slice(0, -1)
+  const known = parent.length === 0 ? policyKeys : isMatcherPath(parent) ? matcherKeys : []
+  return `unknown key${didYouMean(String(segments.at(-1)), known)}`
+}
+
+/** `requireApproval[3].args.path` read back as `["requireApproval", 3, "args", "path"]`. */
+export const parsePath = (path: string): Array<string | number> => {
+  const out: Array<string | number> = []
+  const token = /^(?:\.?([A-Za-z_$][\w$-]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\])/
+  let rest = path
+  while (rest !== "") {
+    const match = token.exec(rest)
+    if (match === null) break
+    out.push(match[1] ?? (match[2] !== undefined ? Number(match[2]) : JSON.parse(match[3]!) as string))
+    rest = rest.slice(match[0].length)
+  }
+  return out
+}
+
 /** Schema issues, reworded. A union reports one issue per member; keep the one that explains. */
 const schemaProblems = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): Array<Found> => {
   const reworded = issues.map((issue): Found => ({
     segments: issue.path,
     message: issue._tag === "Unexpected"
-      ? "unknown key"
+      ? unknownKey(issue.path)
       : issue._tag === "Missing"
       ? "is required"
       : issue.path.length === 0
@@ -96,7 +127,10 @@ const semanticProblems = (raw: unknown): Array<Found> => {
             if (problem !== undefined) out.push({ segments: [...at, "args", path], message: problem })
             else if (Evaluator.asMatcher(pattern) !== undefined) {
               for (const [key, message] of Evaluator.matcherProblems(pattern as Record<string, unknown>)) {
-                out.push({ segments: key === "" ? [...at, "args", path] : [...at, "args", path, key], message })
+                out.push({
+                  segments: key === "" ? [...at, "args", path] : [...at, "args", path, key],
+                  message: message.startsWith("unknown key") ? `${message}${didYouMean(key, argMatcherKeys)}` : message
+                })
               }
             } else glob([...at, "args", path], pattern)
           }
