@@ -274,8 +274,10 @@ const decodeInput = Schema.decodeUnknownEither(PolicyInput, { errors: "all", onE
 const build = (raw: unknown, source: string | undefined): Either.Either<Policy, PolicyInvalid> =>
   Either.map(PolicyValidate.validate(raw, decodeInput, source), PolicyCompile.compile)
 
-const fromText = (parsed: Either.Either<unknown, Array<string>>, source: string | undefined) =>
-  Either.isLeft(parsed) ? Effect.fail(PolicyValidate.unparsable(parsed.left, source)) : build(parsed.right, source)
+const fromText = (parsed: Either.Either<PolicyText.Located, Array<string>>, source: string | undefined) =>
+  Either.isLeft(parsed)
+    ? Effect.fail(PolicyValidate.unparsable(parsed.left, source))
+    : Either.mapLeft(build(parsed.right.value, source), (error) => PolicyCheck.located(error, parsed.right.locate))
 
 // Constructors -----------------------------------------------------------------------------------
 
@@ -298,24 +300,24 @@ export const unsafeMake = (input: PolicyInput): Policy =>
   Either.getOrThrowWith(build(input, undefined), (error) => error)
 
 /**
- * Parses and compiles a JSON policy. Syntax errors (and duplicate keys) are reported with their
- * line and column; `source` (a file name) appears in the error message.
+ * Parses and compiles a JSON policy. Every problem (syntax errors, duplicate keys, invalid rules)
+ * carries its line and column; `source` (a file name) appears in the error message.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const fromJson = (text: string, source?: string): Effect.Effect<Policy, PolicyInvalid> =>
-  fromText(PolicyText.parseJson(text), source)
+  fromText(PolicyText.parseJsonLocated(text), source)
 
 /**
- * Parses and compiles a YAML policy (YAML 1.2, so `no` is a string, not `false`). Syntax errors
- * are reported with their line and column.
+ * Parses and compiles a YAML policy (YAML 1.2, so `no` is a string, not `false`). Every problem
+ * carries its line and column.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const fromYaml = (text: string, source?: string): Effect.Effect<Policy, PolicyInvalid> =>
-  fromText(PolicyText.parseYaml(text), source)
+  fromText(PolicyText.parseYamlLocated(text), source)
 
 /**
  * Reads a policy file: `.json` as JSON, `.yaml` / `.yml` as YAML. A file that cannot be read

@@ -18,12 +18,18 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, ParseResult, Schema } from "effect"
 
 /**
- * One problem in an input, with the path of the offending value (`requireApproval[3].args.path`).
+ * One problem in an input, with the path of the offending value (`requireApproval[3].args.path`)
+ * and, for a problem in a policy file, the line and column where it is written.
  *
  * @since 0.1.0
  * @category models
  */
-export const Problem = Schema.Struct({ path: Schema.String, message: Schema.String })
+export const Problem = Schema.Struct({
+  path: Schema.String,
+  message: Schema.String,
+  line: Schema.optional(Schema.Number),
+  column: Schema.optional(Schema.Number)
+})
 /**
  * @since 0.1.0
  * @category models
@@ -43,7 +49,10 @@ export const problemsOf = (error: ParseResult.ParseError): Array<Problem> =>
   }))
 
 const listProblems = (problems: ReadonlyArray<Problem>): string =>
-  problems.map((p) => (p.path === "" ? p.message : `${p.path}: ${p.message}`)).join("; ")
+  problems.map((p) => {
+    const where = p.line === undefined ? "" : ` (line ${p.line}, column ${p.column ?? 1})`
+    return p.path === "" && where === "" ? p.message : `${p.path}${where}: ${p.message}`
+  }).join("; ")
 
 /**
  * The tool call may not run: a deny rule, a human's denial, or an approval that expired

@@ -6,7 +6,7 @@
  */
 import { Either } from "effect"
 import type * as Policy from "../Policy.js"
-import type { PolicyInvalid } from "../ToolGateError.js"
+import { PolicyInvalid, type Problem } from "../ToolGateError.js"
 import * as PolicyText from "./policyText.js"
 import { parsePath } from "./policyValidate.js"
 
@@ -33,6 +33,17 @@ export interface CheckResult {
 const at = (position: PolicyText.Position | undefined) =>
   position === undefined ? {} : { line: position.line, column: position.column }
 
+/** Where a problem is written: its value, or its key when the key is the problem (an unknown key). */
+export const positionOf = (locate: PolicyText.Locate, problem: Problem): PolicyText.Position | undefined =>
+  locate(parsePath(problem.path), problem.message.startsWith("unknown key"))
+
+/** The problems of a policy read from text, each with the line and column where it is written. */
+export const located = (error: PolicyInvalid, locate: PolicyText.Locate): PolicyInvalid =>
+  new PolicyInvalid({
+    problems: error.problems.map((problem) => ({ ...problem, ...at(positionOf(locate, problem)) })),
+    ...(error.source !== undefined ? { source: error.source } : {})
+  })
+
 export const check = (
   text: string,
   format: "json" | "yaml",
@@ -56,7 +67,7 @@ export const check = (
         severity: "error",
         path: problem.path,
         message: problem.message,
-        ...at(locate(parsePath(problem.path), problem.message.startsWith("unknown key")))
+        ...at(positionOf(locate, problem))
       }))
     }
   }

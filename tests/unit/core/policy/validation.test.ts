@@ -158,15 +158,16 @@ describe("Policy.fromJson", () => {
     ])
   })
 
-  it("reports schema problems of well-formed JSON with their paths", () => {
-    expect(problemsOf(Policy.fromJson("{\"deny\": [{\"tool\": \"x\", \"ttl\": 5}]}", "p.json")).problems).toEqual([
-      { path: "deny[0].ttl", message: "unknown key" }
-    ])
+  it("reports schema problems of well-formed JSON with their paths, lines and columns", () => {
+    const error = problemsOf(Policy.fromJson("{\"deny\": [{\"tool\": \"x\", \"ttl\": 5}]}", "p.json"))
+    // an unknown key is shown at the key
+    expect(error.problems).toEqual([{ path: "deny[0].ttl", message: "unknown key", line: 1, column: 25 }])
+    expect(error.message).toBe("Invalid policy p.json: deny[0].ttl (line 1, column 25): unknown key")
   })
 
   it("keeps a __proto__ key an ordinary (unknown) key", () => {
     expect(problemsOf(Policy.fromJson("{\"__proto__\": {\"default\": \"deny\"}}")).problems).toEqual([
-      { path: "__proto__", message: "unknown key" }
+      { path: "__proto__", message: "unknown key", line: 1, column: 2 }
     ])
   })
 })
@@ -207,9 +208,11 @@ describe("Policy.fromYaml", () => {
     expect(problemsOf(Policy.fromYaml("ttlMs: .inf\ndeny:\n  - tool: x\n    args: { n: .nan }\n")).problems).toEqual([
       {
         path: "ttlMs",
-        message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity"
+        message: "must be a whole number of milliseconds from 1 to 31536000000 (one year), got Infinity",
+        line: 1,
+        column: 8
       },
-      { path: "deny[0].args.n", message: "expected a glob string or a JSON value" }
+      { path: "deny[0].args.n", message: "expected a glob string or a JSON value", line: 4, column: 16 }
     ])
   })
 })
