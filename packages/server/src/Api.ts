@@ -18,7 +18,15 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
-import { ApprovalRequest, AuditEvent, Limits, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
+import {
+  ApprovalRequest,
+  AuditChain,
+  AuditEvent,
+  Limits,
+  SessionApproval,
+  ToolCall,
+  ToolGateError
+} from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
 import { Authentication, Forbidden, Role } from "./Auth.js"
 
@@ -277,7 +285,7 @@ export class SessionsGroup extends behindToken(
 ) {}
 
 /**
- * The audit log: a filtered query, its head, and a resumable stream.
+ * The audit log: a filtered query, its head, a resumable stream, and the check of its hash chain.
  *
  * @since 0.1.0
  * @category groups
@@ -310,6 +318,18 @@ export class AuditGroup extends behindToken(
           OpenApi.Description,
           "Server-Sent Events: replay after `Last-Event-ID` (or `afterSeq`), then live. Each event is " +
             "`id: <seq>` and `data: <AuditEvent JSON>`; reconnecting with the last id misses nothing and repeats nothing."
+        )
+    )
+    .add(
+      HttpApiEndpoint.get("verify", "/audit/verify")
+        .setUrlParams(Schema.Struct({ anchor: Schema.optional(AuditChain.AnchorFromString) }))
+        .addSuccess(AuditChain.Report)
+        .annotate(
+          OpenApi.Description,
+          "Checks the whole log's hash chain: no seq missing, every event matching its hash and linked to the one " +
+            "before it; a broken chain is a 200 report naming the first bad event. `anchor=SEQ:HASH`, a head recorded " +
+            "earlier, must still be in place (catches a deleted tail or a recomputed chain). Needs a token that may " +
+            "see every session."
         )
     )
 ) {}

@@ -30,7 +30,15 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { RequestError } from "@effect/platform/HttpServerError"
-import { ApprovalRequest, ApprovalStore, AuditEvent, type ToolCall, ToolGate, ToolGateError } from "@tool-gate/core"
+import {
+  ApprovalRequest,
+  ApprovalStore,
+  AuditChain,
+  AuditEvent,
+  type ToolCall,
+  ToolGate,
+  ToolGateError
+} from "@tool-gate/core"
 import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { PassThrough } from "node:stream"
 import { Api, PayloadTooLarge, sessionNotFound, Unavailable } from "./Api.js"
@@ -314,6 +322,20 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           const query = { ...urlParams, afterSeq }
           const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
           return yield* sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
+        }))
+      .handle("verify", ({ urlParams }) =>
+        Effect.gen(function*() {
+          // the chain runs through every session's events
+          const principal = yield* Auth.CurrentPrincipal
+          if (principal.sessions !== undefined) {
+            return yield* new Auth.Forbidden({
+              message:
+                `Token "${principal.name}" is limited to some sessions; verifying the audit chain reads every session's events`
+            })
+          }
+          return yield* AuditChain.verify({ anchor: urlParams.anchor }).pipe(
+            Effect.provideService(ApprovalStore.ApprovalStore, store)
+          )
         }))
   })).pipe(Layer.provide(layerShared))
 

@@ -88,7 +88,7 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       )
       expect(decoded[0]!.toolName).toBe("Bash")
       // with the event's links in the hash chain, from their own columns
-      expect(decoded.map((e, i) => {
+      expect<unknown>(decoded.map((e, i) => {
         const { hash, prev_hash, seq } = events[i]!
         return prev_hash === null ? { seq, ...e, hash } : { seq, ...e, prevHash: prev_hash, hash }
       })).toEqual([...(yield* store.events())])
