@@ -103,18 +103,16 @@ export const make = (
       return wrapped
     }
     /** The head for the next append of the running transaction: known, or read (after the lock). */
-    const headNow: Effect.Effect<Head, SqlError> = Effect.flatMap(
-      Effect.serviceOption(SqlClient.TransactionConnection),
-      (transaction) => {
-        const conn = transaction._tag === "Some" ? transaction.value[0] : undefined
-        if (head !== undefined && conn !== undefined && head.conn === conn) return Effect.succeed(head)
-        return Effect.map(q.chainHead({}), (rows) => {
-          const read: Head = { conn, hash: hashOf(rows) }
-          if (conn !== undefined) head = read
-          return read
-        })
-      }
-    )
+    const headNow: Effect.Effect<Head, SqlError> = Effect.withFiberRuntime((fiber) => {
+      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      const conn = transaction._tag === "Some" ? transaction.value[0] : undefined
+      if (head !== undefined && conn !== undefined && head.conn === conn) return Effect.succeed(head)
+      return Effect.map(q.chainHead({}), (rows) => {
+        const read: Head = { conn, hash: hashOf(rows) }
+        if (conn !== undefined) head = read
+        return read
+      })
+    })
     /** Rows of `events` hashed one after another onto `after`, which then holds the last one's hash. */
     const chainedRows = (events: ReadonlyArray<EventEncoded>, after: Head) => {
       const rows: Array<Statements.EventRow> = new Array(events.length)
