@@ -130,6 +130,8 @@ export const auditVerify = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Check the audit log's hash chain: no event missing, changed or unlinked; prints the head to record; exit 1 if broken"
+    "Check the audit log's hash chain: no event missing, changed or unlinked; prints the head to record; exit 1 if " +
+      "broken. Takes audit's --db, or --server and --token, and --json after its own --anchor: " +
+      "toolgate audit verify --anchor SEQ:HASH --db FILE"
   )
 )
