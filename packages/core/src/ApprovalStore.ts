@@ -149,6 +149,12 @@ export interface ChainLink {
   readonly prevHash: string | undefined
   readonly hash: string | undefined
   readonly text: string
+  /**
+   * SQL stores: the columns the log's queries filter on, which repeat fields of the text (the hash
+   * covers the text only): `at`, `type`, `outcome`, `session_key`, `tool_call_id`, `tool_name`
+   * (lower-cased), `request_id`, as stored
+   */
+  readonly columns?: ReadonlyArray<readonly [column: string, value: unknown]> | undefined
 }
 
 /**

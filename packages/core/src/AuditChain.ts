@@ -87,12 +87,14 @@ export const AnchorFromString: Schema.Schema<Anchor, string> = Schema.transformO
  * - `brokenLink`: it is not chained to the event before it (that one was edited and its hash
  *   recomputed, or an event between them was deleted and the numbers closed up);
  * - `unhashed`: it has no hash although the chain started before it;
- * - `anchor`: its hash differs from the recorded anchor's (the chain was recomputed).
+ * - `anchor`: its hash differs from the recorded anchor's (the chain was recomputed);
+ * - `columns`: a column the log's queries filter on (session, tool, outcome, time...) no longer
+ *   says what its text says (SQL stores; the hash covers the text).
  *
  * @since 0.1.0
  * @category models
  */
-export const ProblemKind = Schema.Literal("missing", "altered", "brokenLink", "unhashed", "anchor")
+export const ProblemKind = Schema.Literal("missing", "altered", "brokenLink", "unhashed", "anchor", "columns")
 
 /**
  * @since 0.1.0
@@ -154,8 +156,8 @@ export interface VerifyOptions {
 
 /**
  * Reads the whole log in `seq` order and checks it: no number missing from 1 up, every hash
- * matching its event's stored text, every event chained to the one before it, and the anchor
- * (when given) in place. Stops at the first problem. A broken chain is a report, not a failure.
+ * matching its event's stored text, every event chained to the one before it, the columns
+ * queries filter on agreeing with the text, and the anchor (when given) in place. Stops at the first problem. A broken chain is a report, not a failure.
  *
  * @since 0.1.0
  * @category verification

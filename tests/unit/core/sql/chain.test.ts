@@ -171,7 +171,7 @@ const tamperings: ReadonlyArray<Tampering> = [
   {
     name: "an event's text edited: reported at its seq as altered",
     tamper: (sql) =>
-      Effect.as(sql`UPDATE toolgate_events SET event = replace(event, 'd_5', 'd_55') WHERE seq = 5`, Option.none()),
+      Effect.as(sql`UPDATE toolgate_events SET event = replace(event, '"v1"', '"v9"') WHERE seq = 5`, Option.none()),
     expected: { valid: false, events: 4, problem: { seq: 5, kind: "altered" } }
   },
   {
@@ -188,7 +188,7 @@ const tamperings: ReadonlyArray<Tampering> = [
     name: "an event edited and its hash recomputed: the next one no longer links to it",
     tamper: (sql, links) =>
       Effect.gen(function*() {
-        const text = links[5]!.text.replace("d_6", "d_66")
+        const text = links[5]!.text.replace("\"v1\"", "\"v9\"")
         yield* sql`UPDATE toolgate_events SET event = ${text}, hash = ${
           AuditChain.link(links[5]!.prevHash, text)
         } WHERE seq = 6`
@@ -212,6 +212,11 @@ const tamperings: ReadonlyArray<Tampering> = [
     expected: { valid: false, events: 5, problem: { seq: 6, kind: "brokenLink" } }
   },
   {
+    name: "a column the log's queries filter on changed (the event moved to another session): reported at its seq",
+    tamper: (sql) => Effect.as(sql`UPDATE toolgate_events SET session_key = 'elsewhere' WHERE seq = 8`, Option.none()),
+    expected: { valid: false, events: 7, problem: { seq: 8, kind: "columns" } }
+  },
+  {
     name: "the last events deleted: the chain alone cannot tell, the recorded head can",
     tamper: (sql, links) => Effect.as(sql`DELETE FROM toolgate_events WHERE seq > 10`, anchorOf(links, 12)),
     expected: { valid: false, events: 10, problem: { seq: 11, kind: "missing" } }
@@ -219,7 +224,7 @@ const tamperings: ReadonlyArray<Tampering> = [
   {
     name: "an edit with the chain recomputed after it: valid alone, caught by the recorded head",
     tamper: (sql, links) =>
-      Effect.as(rechain(sql, links, 3, (text) => text.replace("d_3", "d_33")), anchorOf(links, 9)),
+      Effect.as(rechain(sql, links, 3, (text) => text.replace("\"v1\"", "\"v9\"")), anchorOf(links, 9)),
     expected: { valid: false, events: 8, problem: { seq: 9, kind: "anchor" } }
   }
 ]

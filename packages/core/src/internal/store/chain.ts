@@ -12,6 +12,40 @@ import { sha256 } from "../canonical.js"
 /** The hash of an event whose stored text is `text`, chained to `prevHash`. */
 export const link = (prevHash: string | undefined, text: string): string => sha256(`${prevHash ?? ""}\n${text}`)
 
+/** The text's field each filtered column repeats, as the SQL driver writes it. */
+const fieldOf: Record<string, (event: Record<string, unknown>) => unknown> = {
+  at: (event) => event.at,
+  type: (event) => event.type,
+  outcome: (event) => event.outcome,
+  session_key: (event) => event.sessionKey,
+  tool_call_id: (event) => event.toolCallId,
+  tool_name: (event) => typeof event.toolName === "string" ? event.toolName.toLowerCase() : event.toolName,
+  request_id: (event) => event.requestId
+}
+
+/** Why the filtered columns disagree with the event's text, if they do (numbers compared as numbers). */
+const columnMismatch = (
+  text: string,
+  columns: ReadonlyArray<readonly [column: string, value: unknown]>
+): string | undefined => {
+  let event: Record<string, unknown>
+  try {
+    event = JSON.parse(text)
+  } catch {
+    return "its stored text is not JSON"
+  }
+  for (const [column, value] of columns) {
+    const field = fieldOf[column]?.(event) ?? null
+    const stored = value ?? null
+    const same = typeof field === "number" ? Number(stored) === field : stored === field
+    if (!same) {
+      return `its ${column} column holds ${JSON.stringify(stored)}, its text ${JSON.stringify(field)}: ` +
+        "the column was changed (queries filtered on it would misplace the event)"
+    }
+  }
+  return undefined
+}
+
 /**
  * Checks links in `seq` order, one at a time, up to the first problem: numbers with no hole from
  * 1, each hashed event's hash over its text, each link to the event before it, no unhashed event
@@ -73,6 +107,8 @@ export const checker = (anchor?: Anchor) => {
       }
       chainStart ??= next.seq
     }
+    const mismatch = next.columns === undefined ? undefined : columnMismatch(next.text, next.columns)
+    if (mismatch !== undefined) return found(next.seq, "columns", mismatch)
     if (anchor !== undefined && next.seq === anchor.seq && next.hash !== anchor.hash) {
       return found(
         next.seq,

@@ -40,6 +40,9 @@ export const fromEither = <A>(
 export const textOrNot = (value: unknown): string | undefined =>
   value === null || value === undefined ? undefined : typeof value === "string" ? value : String(value)
 
+/** The columns of an event row that repeat fields of its text, for the log's filters. */
+const filteredColumns = ["at", "type", "outcome", "session_key", "tool_call_id", "tool_name", "request_id"] as const
+
 /** The first row, if any. */
 export const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullable(rows[0])
 
@@ -104,7 +107,7 @@ export const make = () => {
       return Effect.succeed(out)
     },
 
-    /** The rows of `SELECT seq, prev_hash, hash, event` as the chain covers them. */
+    /** The rows of `SELECT seq, prev_hash, hash, event` and the filtered columns, as the chain covers them. */
     linksOf: (rows: ReadonlyArray<Row>) => {
       const out: Array<ChainLink> = new Array(rows.length)
       for (let i = 0; i < rows.length; i++) {
@@ -115,7 +118,8 @@ export const make = () => {
           seq: seq.right,
           prevHash: textOrNot(row.prev_hash),
           hash: textOrNot(row.hash),
-          text: String(row.event)
+          text: String(row.event),
+          columns: filteredColumns.map((column) => [column, row[column]] as const)
         }
       }
       return Effect.succeed(out)
