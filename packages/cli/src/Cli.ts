@@ -28,6 +28,7 @@ import { Command } from "@effect/cli"
 import { Effect } from "effect"
 import { approvals } from "./internal/command/approvals.js"
 import { audit } from "./internal/command/audit.js"
+import { auditVerify } from "./internal/command/auditVerify.js"
 import { demo } from "./internal/command/demo.js"
 import { policy } from "./internal/command/policy.js"
 import { approve, deny, extend, pending } from "./internal/command/requests.js"
@@ -67,7 +68,17 @@ const toolgate = Command.make(
   () => Effect.fail(new InvalidInput({ message: "missing command; see toolgate --help" }))
 ).pipe(
   Command.withDescription("Gate AI-agent tool calls: answer approvals, read the audit log, check policies"),
-  Command.withSubcommands([serve, pending, approve, deny, extend, approvals, audit, policy, demo]),
+  Command.withSubcommands([
+    serve,
+    pending,
+    approve,
+    deny,
+    extend,
+    approvals,
+    audit.pipe(Command.withSubcommands([auditVerify])),
+    policy,
+    demo
+  ]),
   // every command prints through the output boundary (internal/terminal.ts)
   Command.transformHandler(Terminal.withConsole(Terminal.lines))
 )

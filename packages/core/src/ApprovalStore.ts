@@ -138,6 +138,26 @@ export interface RevokeQuery {
 }
 
 /**
+ * An event of the log as its hash chain covers it (`AuditChain`): its number, the hashes stored
+ * with it (absent on events written before the store chained them) and its JSON text as stored.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChainLink {
+  readonly seq: number
+  readonly prevHash: string | undefined
+  readonly hash: string | undefined
+  readonly text: string
+  /**
+   * SQL stores: the columns the log's queries filter on, which repeat fields of the text (the hash
+   * covers the text only): `at`, `type`, `outcome`, `session_key`, `tool_call_id`, `tool_name`
+   * (lower-cased), `request_id`, as stored
+   */
+  readonly columns?: ReadonlyArray<readonly [column: string, value: unknown]> | undefined
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -254,6 +274,11 @@ export interface Service {
   readonly events: (query?: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>
   readonly lastSeq: Effect.Effect<number, PersistenceError>
   /**
+   * The events after `afterSeq` (at most `limit`, in `seq` order) as stored, for checking the
+   * hash chain (`AuditChain.verify`): nothing is decoded, so a damaged row is reported, not refused.
+   */
+  readonly chainLinks: (afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<ChainLink>, PersistenceError>
+  /**
    * The log after `afterSeq` (at most `limit` events) for a reader woken by `subscribe`: what
    * `events` gives, except that the commits after the newest hint may be left for the next hint.
    * When this process's own latest commits hold every event up to that hint, they are returned
@@ -342,7 +367,8 @@ export interface Transition {
 /**
  * The storage under the store: rows as the SQL stores keep them, each method one atomic step (one
  * transaction). Writes take the events to append with them and return them numbered, as rows
- * (consecutive, ascending `seq`). Designed so that a driver answers each call in few statements: a read
+ * (consecutive, ascending `seq`), each chained to the log's last event (`prevHash`, `hash`: see
+ * `AuditChain`; a driver that no other process shares may hash them when they are read). Designed so that a driver answers each call in few statements: a read
  * folded into its write (`RETURNING`), no read before an insert that the database can refuse.
  *
  * @since 0.1.0
@@ -461,6 +487,8 @@ export interface Encoded {
     query: AuditQuery
   ) => Effect.Effect<ReadonlyArray<EventRow>, PersistenceError>
   readonly lastSeq: Effect.Effect<number, PersistenceError>
+  /** The events after `afterSeq` (at most `limit`) as stored, with their hashes (`Service.chainLinks`). */
+  readonly chainLinks: (afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<ChainLink>, PersistenceError>
   /**
    * Signals that another process may have grown the log (the store then hints its readers), with
    * the seq it reached when the signal knows it.

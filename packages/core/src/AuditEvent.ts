@@ -362,11 +362,18 @@ type Members =
   | typeof RefusedEvent
   | typeof PolicyLoadedEvent
 
+// `prevHash` and `hash`: the event's links in the log's hash chain (module `AuditChain`)
 const sequenced = <Fields extends Schema.Struct.Fields>(event: Schema.Struct<Fields>) =>
-  Schema.Struct({ seq: Schema.Number, ...event.fields })
+  Schema.Struct({
+    seq: Schema.Number,
+    ...event.fields,
+    prevHash: Schema.optional(Schema.String),
+    hash: Schema.optional(Schema.String)
+  })
 
 /**
- * An event of the log, numbered by `seq`.
+ * An event of the log, numbered by `seq`; as read back from the log, with its links in the log's
+ * hash chain (`prevHash`, absent at the chain's start, and `hash`: module `AuditChain`).
  *
  * @since 0.1.0
  * @category models
@@ -407,7 +414,12 @@ export declare namespace AuditEvent {
   export type Encoded = Exclusive<Sequenced<Members["Encoded"]>>
 }
 
-type Sequenced<Event> = Event extends unknown ? { readonly seq: number } & Event : never
+type Sequenced<Event> = Event extends unknown ? Chained & Event : never
+type Chained = {
+  readonly seq: number
+  readonly prevHash?: string | undefined
+  readonly hash?: string | undefined
+}
 
 /**
  * The events of one type.

@@ -9,6 +9,8 @@ export * as ApprovalRequest from "./ApprovalRequest.js"
 /** @since 0.1.0 */
 export * as ApprovalStore from "./ApprovalStore.js"
 /** @since 0.1.0 */
+export * as AuditChain from "./AuditChain.js"
+/** @since 0.1.0 */
 export * as AuditEvent from "./AuditEvent.js"
 /** @since 0.1.0 */
 export * as Checkpoint from "./Checkpoint.js"

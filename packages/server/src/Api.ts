@@ -18,7 +18,15 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
-import { ApprovalRequest, AuditEvent, Limits, SessionApproval, ToolCall, ToolGateError } from "@tool-gate/core"
+import {
+  ApprovalRequest,
+  AuditChain,
+  AuditEvent,
+  Limits,
+  SessionApproval,
+  ToolCall,
+  ToolGateError
+} from "@tool-gate/core"
 import { Effect, Option, ParseResult, Schema, SchemaAST } from "effect"
 import { Authentication, Forbidden, Role } from "./Auth.js"
 import * as OpenApiSchemas from "./internal/openApiSchemas.js"
@@ -352,7 +360,7 @@ const streamResponse = (operation: Record<string, any>): Record<string, any> => 
 })
 
 /**
- * The audit log: a filtered query, its head, and a resumable stream.
+ * The audit log: a filtered query, its head, a resumable stream, and the check of its hash chain.
  *
  * @since 0.1.0
  * @category groups
@@ -387,6 +395,18 @@ export class AuditGroup extends behindToken(
             "`id: <seq>` and `data: <AuditEvent JSON>`; reconnecting with the last id misses nothing and repeats nothing."
         )
         .annotate(OpenApi.Transform, streamResponse)
+    )
+    .add(
+      HttpApiEndpoint.get("verify", "/audit/verify")
+        .setUrlParams(Schema.Struct({ anchor: Schema.optional(AuditChain.AnchorFromString) }))
+        .addSuccess(AuditChain.Report)
+        .annotate(
+          OpenApi.Description,
+          "Checks the whole log's hash chain: no seq missing, every event matching its hash and linked to the one " +
+            "before it; a broken chain is a 200 report naming the first bad event. `anchor=SEQ:HASH`, a head recorded " +
+            "earlier, must still be in place (catches a deleted tail or a recomputed chain). Needs a token that may " +
+            "see every session."
+        )
     )
 ) {}
 

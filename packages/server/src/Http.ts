@@ -33,6 +33,7 @@ import { RequestError, RouteNotFound as Unrouted } from "@effect/platform/HttpSe
 import {
   ApprovalRequest,
   ApprovalStore,
+  AuditChain,
   AuditEvent,
   Limits,
   type ToolCall,
@@ -336,6 +337,20 @@ export const layerAudit = HttpApiBuilder.group(Api, "audit", (handlers) =>
           const query = { ...urlParams, afterSeq }
           const matches = AuditEvent.matches({ ...query, afterSeq: undefined })
           return yield* sseResponse(fanout, query, (event) => matches(event) && principal.canSee(event.sessionKey))
+        }))
+      .handle("verify", ({ urlParams }) =>
+        Effect.gen(function*() {
+          // the chain runs through every session's events
+          const principal = yield* Auth.CurrentPrincipal
+          if (principal.sessions !== undefined) {
+            return yield* new Auth.Forbidden({
+              message:
+                `Token "${principal.name}" is limited to some sessions; verifying the audit chain reads every session's events`
+            })
+          }
+          return yield* AuditChain.verify({ anchor: urlParams.anchor }).pipe(
+            Effect.provideService(ApprovalStore.ApprovalStore, store)
+          )
         }))
   })).pipe(Layer.provide(layerShared))
 

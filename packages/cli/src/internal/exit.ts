@@ -20,7 +20,8 @@ export const ExitCode = {
   ok: 0,
   /**
    * `policy check` found problems (or warnings, with `--strict`), `--policy` names an invalid
-   * policy, a `policy test` case failed, or `policy diff --exit-code` found differences
+   * policy, a `policy test` case failed, `policy diff --exit-code` found differences, or `audit
+   * verify` found the audit chain broken
    */
   policyInvalid: 1,
   /** a bad command line or input: unknown option, malformed `--args`, bad `--ttl` or `--session-ttl`, a refused answer */

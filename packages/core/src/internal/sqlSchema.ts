@@ -203,6 +203,13 @@ export const migrations = (t: Tables): Migrator.Loader =>
       // The fencing token: a lease is `(claimed_by, claims)`; every claim counts one up.
       if (done < 3) yield* sql`ALTER TABLE ${sql(t.checkpoints)} ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`
       if (legacy?.present) yield* sql`DROP TABLE ${sql(t.legacyCheckpointMigrations)}`
+    }),
+    // The audit log's hash chain (AuditChain): each event's hash and the hash it is chained to.
+    // Events written before this step keep neither; the chain starts after them.
+    "0006_event_hash_chain": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql`ALTER TABLE ${sql(t.events)} ADD COLUMN prev_hash TEXT`
+      yield* sql`ALTER TABLE ${sql(t.events)} ADD COLUMN hash TEXT`
     })
   })
 

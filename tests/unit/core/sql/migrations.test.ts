@@ -72,7 +72,7 @@ const upgrades = <E>(layer: Layer.Layer<SqlClient.SqlClient, E>) =>
     const ids = yield* sql<
       { readonly migration_id: number }
     >`SELECT migration_id FROM toolgate_migrations ORDER BY migration_id`
-    expect(ids.map((row) => Number(row.migration_id))).toEqual([1, 2, 3, 4, 5])
+    expect(ids.map((row) => Number(row.migration_id))).toEqual([1, 2, 3, 4, 5, 6])
     const legacy = yield* Effect.either(sql`SELECT * FROM toolgate_checkpoint_migrations`)
     expect(legacy._tag).toBe("Left")
   })

@@ -25,7 +25,8 @@ describe("SqlApprovalStore storage (SQLite)", () => {
         { migration_id: 2, name: "drop_events_request_index" },
         { migration_id: 3, name: "create_decisions" },
         { migration_id: 4, name: "gap_free_seq" },
-        { migration_id: 5, name: "create_checkpoints" }
+        { migration_id: 5, name: "create_checkpoints" },
+        { migration_id: 6, name: "event_hash_chain" }
       ])
       expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
       expect(yield* sql`PRAGMA wal_autocheckpoint`).toEqual([{ wal_autocheckpoint: 10_000 }])
@@ -79,14 +80,18 @@ describe("SqlApprovalStore storage (SQLite)", () => {
       expect(stored.toolCall.args).toEqual({ command: "make 1", env: { CI: true, depth: [1, { x: null }] } })
 
       const events = yield* sql<
-        { seq: number; tool_name: string; event: string }
+        { seq: number; tool_name: string; event: string; prev_hash: string | null; hash: string }
       >`SELECT * FROM toolgate_events ORDER BY seq`
       expect(events.map((e) => [e.seq, e.tool_name])).toEqual([[1, "bash"], [2, "bash"], [3, "ls"]])
       const decoded = events.map((e): AuditEvent.UnsequencedEvent =>
         Schema.decodeUnknownSync(Schema.parseJson(AuditEvent.UnsequencedEvent))(e.event)
       )
       expect(decoded[0]!.toolName).toBe("Bash")
-      expect(decoded.map((e, i) => ({ seq: events[i]!.seq, ...e }))).toEqual([...(yield* store.events())])
+      // with the event's links in the hash chain, from their own columns
+      expect<unknown>(decoded.map((e, i) => {
+        const { hash, prev_hash, seq } = events[i]!
+        return prev_hash === null ? { seq, ...e, hash } : { seq, ...e, prevHash: prev_hash, hash }
+      })).toEqual([...(yield* store.events())])
       expect(decoded[2]).toEqual(decision(1))
       expect(appended!.seq).toBe(3)
 

@@ -382,6 +382,8 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
 
       lastSeq: driver.lastSeq,
 
+      chainLinks: driver.chainLinks,
+
       tail: (afterSeq, limit) => ownTail.after(afterSeq, known, limit, store.events({ afterSeq, limit })),
 
       subscribe: Effect.gen(function*() {

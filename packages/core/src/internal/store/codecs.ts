@@ -254,7 +254,7 @@ const eventShape = (signatures: ReadonlyArray<SchemaAST.PropertySignature>) => {
     fields[signature.name as string] = { ...kindOf(signature.type), index, optional: signature.isOptional }
   })
   const required = signatures.filter((signature) => !signature.isOptional).length
-  /** `sequenced`: a row of the log, with its `seq` besides */
+  /** `sequenced`: a row of the log, with its `seq` (and its hashes) besides */
   const scan = (u: Json, sequenced = false): typeof INVALID | typeof VALID | typeof ENCODED => {
     let found = sequenced ? -1 : 0
     let last = -1
@@ -262,9 +262,15 @@ const eventShape = (signatures: ReadonlyArray<SchemaAST.PropertySignature>) => {
     for (const key in u) {
       const field = fields[key]
       if (field === undefined) {
-        if (!sequenced || key !== "seq" || typeof u.seq !== "number") return INVALID
-        found++
-        continue
+        if (!sequenced) return INVALID
+        if (key === "seq") {
+          if (typeof u.seq !== "number") return INVALID
+          found++
+          continue
+        }
+        // its links in the hash chain, optional
+        if ((key === "prevHash" || key === "hash") && (u[key] === undefined || typeof u[key] === "string")) continue
+        return INVALID
       }
       const value = u[key]
       if (value === undefined) {

@@ -9,11 +9,13 @@ import type {
   RequestEncoded
 } from "../../ApprovalStore.js"
 import { PersistenceError } from "../../ToolGateError.js"
+import { link } from "./chain.js"
 
 /**
  * The in-process driver: encoded rows in maps, as the SQL driver keeps them in tables. Each method
  * runs in one synchronous step, so each is atomic like a transaction; a continuation's failure
- * leaves the maps as they were (it runs before anything is changed).
+ * leaves the maps as they were (it runs before anything is changed). The log's hash chain is
+ * computed when it is read (no other process writes here), over the text the SQL driver would store.
  */
 
 type Result<K extends keyof Encoded> = Encoded[K] extends (...args: any) => Effect.Effect<infer A, any> ? A : never
@@ -47,6 +49,8 @@ const step = <A>(operation: string, f: () => Either.Either<A, ParseResult.ParseE
 
 export const makeMemoryDriver = (): Encoded => {
   const log: Array<EventRow> = []
+  // hashes[i]: the hash of log[i], computed up to where a read needed them
+  const hashes: Array<string> = []
   const requests = new Map<string, RequestEncoded>()
   const byCall = new Map<string, string>()
   const decisions = new Map<string, DecisionEncoded>()
@@ -71,6 +75,22 @@ export const makeMemoryDriver = (): Encoded => {
   const requestOf = (sessionKey: string, toolCallId: string) => {
     const id = byCall.get(callKey(sessionKey, toolCallId))
     return id === undefined ? undefined : requests.get(id)
+  }
+  /** The text the SQL driver stores for an event: its encoded form, without its number. */
+  const textOf = (row: EventRow) => {
+    const { seq: _, ...event } = row
+    return JSON.stringify(event)
+  }
+  /** Hashes the log's first `n` events (those not hashed yet). */
+  const hashUpTo = (n: number) => {
+    for (let i = hashes.length; i < n; i++) hashes.push(link(hashes[i - 1], textOf(log[i]!)))
+  }
+  /** The event at `index` with its links in the chain (hashed up to it). */
+  const chained = (index: number): EventRow => {
+    const row = log[index]!
+    return (index === 0
+      ? { ...row, hash: hashes[0]! }
+      : { ...row, prevHash: hashes[index - 1]!, hash: hashes[index]! }) as EventRow
   }
   const pending = () => [...requests.values()].filter((r) => r.status === "pending")
   const byExpiry = (a: RequestEncoded, b: RequestEncoded) => a.expiresAt - b.expiresAt
@@ -193,8 +213,8 @@ export const makeMemoryDriver = (): Encoded => {
     events: (query) =>
       Effect.sync(() => {
         const limit = query.limit ?? Number.POSITIVE_INFINITY
-        const out: Array<EventRow> = []
-        for (let i = Math.max(0, query.afterSeq ?? 0); i < log.length && out.length < limit; i++) {
+        const found: Array<number> = []
+        for (let i = Math.max(0, query.afterSeq ?? 0); i < log.length && found.length < limit; i++) {
           const event = log[i]!
           if (
             (query.sessionKey === undefined || event.sessionKey === query.sessionKey ||
@@ -203,11 +223,23 @@ export const makeMemoryDriver = (): Encoded => {
             (query.outcome === undefined || event.outcome === query.outcome) &&
             (query.since === undefined || event.at >= query.since) &&
             (query.until === undefined || event.at <= query.until)
-          ) out.push(log[i]!)
+          ) found.push(i)
         }
-        return out
+        if (found.length > 0) hashUpTo(found[found.length - 1]! + 1)
+        return found.map(chained)
       }),
     lastSeq: Effect.sync(() => log.length),
+    chainLinks: (afterSeq, limit) =>
+      Effect.sync(() => {
+        const from = Math.max(0, afterSeq)
+        const to = Math.min(log.length, from + limit)
+        hashUpTo(to)
+        const links = []
+        for (let i = from; i < to; i++) {
+          links.push({ seq: log[i]!.seq, prevHash: hashes[i - 1], hash: hashes[i], text: textOf(log[i]!) })
+        }
+        return links
+      }),
     changes: Stream.never,
     returnsWhatItWasGiven: true
   }

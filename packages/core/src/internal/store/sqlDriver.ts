@@ -1,4 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Option, type ParseResult, Stream } from "effect"
@@ -8,7 +9,7 @@ import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
-import { first, fromEither, seqsOf } from "./sqlEntityRows.js"
+import { first, fromEither, seqsOf, textOrNot } from "./sqlEntityRows.js"
 import * as EntityRows from "./sqlEntityRows.js"
 import * as Merged from "./sqlMergedWrites.js"
 import * as Statements from "./sqlStatements.js"
@@ -20,6 +21,8 @@ import * as Statements from "./sqlStatements.js"
  * while another runs are committed together (group commit, `sqlBatcher.ts`), each still
  * all-or-nothing; the decisions of calls judged without a session approval (the allow hot path)
  * are written in one statement per batch, their events in another. Rows hold their entity as JSON text, read through a cache (`sqlRows.ts`).
+ * Each event is hashed onto the one before it in the log (`chain.ts`), in commit order, under the
+ * writers' lock: the log's last hash is read once per writing transaction, whichever process wrote it.
  */
 
 type Failure = SqlError | ParseResult.ParseError
@@ -57,24 +60,91 @@ export const make = (
     // PostgreSQL NOTIFY folded into the event insert (the feed's `onCommit` otherwise)
     const notifyChannel = isSqlite ? undefined : feed.channel
     const q = Statements.make(sql, t, exec, clockAt, notifyChannel)
+    const entityRows = EntityRows.make()
+    const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, linksOf, requestsOf } = entityRows
     /** Compiles a statement built per call (its shape depends on the query) and runs it. */
     const run = (statement: Statement.Statement<unknown>) => {
       const [text, params] = statement.compile()
       return exec(text, params)
     }
 
+    // --- the hash chain ----------------------------------------------------------------------------
+
+    /** The log's last hash as the writing transaction on `conn` sees it (`undefined`: none yet). */
+    interface Head {
+      readonly conn: Connection | undefined
+      hash: string | undefined
+    }
+    // The head of the running transaction, known since its BEGIN or its last append. The batcher's
+    // transactions run on connections wrapped by `tracked`, whose BEGIN forgets it (on PostgreSQL,
+    // reads it, in the same round trip as the lock): a batch run again call by call after a
+    // rollback begins each call anew. A write inside a caller's own transaction forgets it first
+    // (`serialize`). Then the next append reads it.
+    let head: Head | undefined
+    const hashOf = (rows: ReadonlyArray<Record<string, unknown>> | undefined) => textOrNot(rows?.[0]?.hash)
+    // PostgreSQL: one round trip (a simple query of three statements, whose results come back as a list)
+    const begin = isSqlite
+      ? "BEGIN IMMEDIATE"
+      : `BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)}); ${Statements.chainHeadOf(sql, t).compile()[0]}`
+    const tracked = (conn: Connection): Connection => {
+      const watch = <A>(text: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
+        text === begin
+          ? Effect.tap(statement, (results) => {
+            head = isSqlite ? undefined : { conn: wrapped, hash: hashOf((results as Array<Array<any>>)[2]) }
+          })
+          : statement
+      const wrapped: Connection = {
+        execute: (text, params, transform) => watch(text, conn.execute(text, params, transform)),
+        executeUnprepared: (text, params, transform) => watch(text, conn.executeUnprepared(text, params, transform)),
+        executeRaw: (text, params) => conn.executeRaw(text, params),
+        executeStream: (text, params, transform) => conn.executeStream(text, params, transform),
+        executeValues: (text, params) => conn.executeValues(text, params)
+      }
+      return wrapped
+    }
+    /** The head for the next append of the running transaction: known, or read (after the lock). */
+    const headNow: Effect.Effect<Head, SqlError> = Effect.withFiberRuntime((fiber) => {
+      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      const conn = transaction._tag === "Some" ? transaction.value[0] : undefined
+      if (head !== undefined && conn !== undefined && head.conn === conn) return Effect.succeed(head)
+      return Effect.map(q.chainHead({}), (rows) => {
+        const read: Head = { conn, hash: hashOf(rows) }
+        if (conn !== undefined) head = read
+        return read
+      })
+    })
+    /** Rows of `events` hashed one after another onto `after`, which then holds the last one's hash. */
+    const chainedRows = (events: ReadonlyArray<EventEncoded>, after: Head) => {
+      const rows: Array<Statements.EventRow> = new Array(events.length)
+      let prevHash = after.hash
+      for (let i = 0; i < events.length; i++) {
+        const row = eventRow(events[i]!, prevHash)
+        rows[i] = row
+        prevHash = row.hash
+      }
+      return rows
+    }
+    /** An event as written: numbered, with its links in the chain. */
+    const writtenRow = (seq: number, event: EventEncoded, row: Statements.EventRow) =>
+      (row.prevHash === undefined
+        ? { seq, ...event, hash: row.hash }
+        : { seq, ...event, prevHash: row.prevHash, hash: row.hash }) as EventRow
+
     // Group commit; on SQLite reads queue too, since the one connection serves them.
     const batcher = yield* Batcher.make({
-      reserve: sql.reserve,
-      // PostgreSQL: one round trip (a simple query of two statements)
-      begin: isSqlite ? ["BEGIN IMMEDIATE"] : [`BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)})`],
+      reserve: Effect.map(sql.reserve, tracked),
+      begin: [begin],
       prepared: isSqlite
     })
     const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
-    // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order
+    // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order.
+    // The chain's head is read again after it.
+    const forgetHead = Effect.sync(() => {
+      head = undefined
+    })
     const serialize = isSqlite
-      ? Effect.void
-      : Effect.asVoid(run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})`))
+      ? forgetHead
+      : Effect.zipRight(run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})`), forgetHead)
 
     /** A read: on SQLite through the batcher (unless the caller is inside its own transaction). */
     const read = <A>(operation: string, body: Effect.Effect<A, Failure>): Effect.Effect<A, PersistenceError> =>
@@ -92,9 +162,6 @@ export const make = (
           PersistenceError.refail(operation)
         )
 
-    const entityRows = EntityRows.make()
-    const { approvalRow, approvalsOf, decisionsOf, decisionText, eventRow, eventsOf, requestsOf } = entityRows
-
     /** A write joining `group` (on SQLite or PostgreSQL); inside a caller's transaction, a savepoint of it. */
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
       Effect.withFiberRuntime<A, Failure | SqlError>((fiber) =>
@@ -105,14 +172,16 @@ export const make = (
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) =>
       rows.map((row) => row.seq)
-    /** Appends events: numbered consecutively (writers are serialized), as rows. */
+    /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
       events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
-        const rows = events.map(eventRow)
+        const after = yield* headNow
+        const rows = chainedRows(events, after)
         // numbered in insertion order (RETURNING's row order is not promised)
         const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
+        after.hash = rows[rows.length - 1]!.hash
         if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
-        return events.map((event, i) => ({ seq: seqs[i]!, ...event }) as EventRow)
+        return events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
       })
 
     /** The events of several writes in one insert; each write's own rows back, in order. */
@@ -139,14 +208,17 @@ export const make = (
       writes: ReadonlyArray<W>
     ) =>
       Effect.gen(function*() {
-        const rows = yield* statement(writes.map((write) => ({
-          ...eventRow(write.events[0]!),
+        const after = yield* headNow
+        const events = chainedRows(writes.map((write) => write.events[0]!), after)
+        const rows = yield* statement(writes.map((write, i) => ({
+          ...events[i]!,
           ...Statements.requestColumns(entityRows.requestRow(write.request))
         })))
+        after.hash = events[events.length - 1]!.hash
         const seqs = yield* seqsOf(rows)
         if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
         const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
-          writes.map((write, i) => [write, [{ seq: seqs[i]!, ...write.events[0]! } as EventRow]])
+          writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
         )
         return { rows, rowsOf }
       })
@@ -370,7 +442,7 @@ export const make = (
         read(
           "events",
           Effect.flatMap(
-            run(sql`SELECT seq, event FROM ${sql(t.events)} WHERE ${
+            run(sql`SELECT seq, prev_hash, hash, event FROM ${sql(t.events)} WHERE ${
               sql.and([
                 sql`seq > ${query.afterSeq ?? 0}`,
                 ...(query.sessionKey !== undefined
@@ -387,6 +459,8 @@ export const make = (
         ),
 
       lastSeq: read("lastSeq", Effect.map(Effect.flatMap(q.lastSeq({}), seqsOf), (seqs) => seqs[0] ?? 0)),
+
+      chainLinks: (afterSeq, limit) => read("chainLinks", Effect.flatMap(q.chainLinks({ afterSeq, limit }), linksOf)),
 
       changes: isSqlite
         ? Stream.filterEffect(feed.changes, (seq) => seq === undefined ? changedElsewhere : Effect.succeed(true))

@@ -1,7 +1,15 @@
 import { Effect, Either, Option, type ParseResult } from "effect"
-import type { ApprovalEncoded, DecisionEncoded, EventEncoded, EventRow, RequestEncoded } from "../../ApprovalStore.js"
+import type {
+  ApprovalEncoded,
+  ChainLink,
+  DecisionEncoded,
+  EventEncoded,
+  EventRow,
+  RequestEncoded
+} from "../../ApprovalStore.js"
 import { BuiltEvent } from "../builtEvent.js"
 import * as Rows from "../sqlRows.js"
+import { link } from "./chain.js"
 import type * as Statements from "./sqlStatements.js"
 
 /**
@@ -27,6 +35,13 @@ export const fromEither = <A>(
   either: Either.Either<A, ParseResult.ParseError>
 ): Effect.Effect<A, ParseResult.ParseError> =>
   Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
+
+/** A column that holds text, or `undefined` (SQL `NULL`); anything else as its text. */
+export const textOrNot = (value: unknown): string | undefined =>
+  value === null || value === undefined ? undefined : typeof value === "string" ? value : String(value)
+
+/** The columns of an event row that repeat fields of its text, for the log's filters. */
+const filteredColumns = ["at", "type", "outcome", "session_key", "tool_call_id", "tool_name", "request_id"] as const
 
 /** The first row, if any. */
 export const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullable(rows[0])
@@ -72,16 +87,40 @@ export const make = () => {
     approvalsOf: parse(columns.approval, "approval"),
     decisionsOf: parse(columns.decision, "decision"),
 
-    /** Events with their sequence numbers, from `SELECT seq, event`. */
+    /** Events with their sequence numbers and hashes, from `SELECT seq, prev_hash, hash, event`. */
     eventsOf: (rows: ReadonlyArray<Row>) => {
       const out: Array<EventRow> = new Array(rows.length)
       for (let i = 0; i < rows.length; i++) {
-        const seq = Rows.dbInt(rows[i]!.seq)
+        const row = rows[i]!
+        const seq = Rows.dbInt(row.seq)
         if (Either.isLeft(seq)) return Effect.fail(seq.left)
-        const event = columns.event.read(rows[i]!.event)
+        const event = columns.event.read(row.event)
         if (Either.isLeft(event)) return Effect.fail(event.left)
-        // checked by the store, which names anything that is not an event
-        out[i] = { seq: seq.right, ...(event.right as EventEncoded) } as EventRow
+        // checked by the store, which names anything that is not an event (or hashes not text)
+        const { hash, prev_hash } = row
+        out[i] = (hash === null
+          ? { seq: seq.right, ...(event.right as EventEncoded) }
+          : prev_hash === null
+          ? { seq: seq.right, ...(event.right as EventEncoded), hash }
+          : { seq: seq.right, ...(event.right as EventEncoded), prevHash: prev_hash, hash }) as EventRow
+      }
+      return Effect.succeed(out)
+    },
+
+    /** The rows of `SELECT seq, prev_hash, hash, event` and the filtered columns, as the chain covers them. */
+    linksOf: (rows: ReadonlyArray<Row>) => {
+      const out: Array<ChainLink> = new Array(rows.length)
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!
+        const seq = Rows.dbInt(row.seq)
+        if (Either.isLeft(seq)) return Effect.fail(seq.left)
+        out[i] = {
+          seq: seq.right,
+          prevHash: textOrNot(row.prev_hash),
+          hash: textOrNot(row.hash),
+          text: String(row.event),
+          columns: filteredColumns.map((column) => [column, row[column]] as const)
+        }
       }
       return Effect.succeed(out)
     },
@@ -99,15 +138,21 @@ export const make = () => {
     }),
 
     /**
-     * `toolName` lower-cased, for the case-insensitive filter. A decision event built by its
-     * constructor holds only strings and finite numbers: its text reads back as it, so the cache
-     * keeps it and the tailer's read of this process's own decisions parses nothing.
+     * `toolName` lower-cased, for the case-insensitive filter; its text hashed onto `prevHash`, the
+     * hash of the event before it in the log. A decision event built by its constructor holds
+     * only strings and finite numbers: its text reads back as it, so the cache keeps it and the
+     * tailer's read of this process's own decisions parses nothing.
      */
-    eventRow: (event: EventEncoded): Statements.EventRow => ({
-      ...copied(event, eventFields),
-      toolName: event.toolName?.toLowerCase(),
-      event: columns.event.write(event, event instanceof BuiltEvent)
-    }),
+    eventRow: (event: EventEncoded, prevHash: string | undefined): Statements.EventRow => {
+      const text = columns.event.write(event, event instanceof BuiltEvent)
+      return {
+        ...copied(event, eventFields),
+        toolName: event.toolName?.toLowerCase(),
+        event: text,
+        prevHash,
+        hash: link(prevHash, text)
+      }
+    },
 
     decisionText: (decision: DecisionEncoded): string => columns.decision.write(decision)
   }

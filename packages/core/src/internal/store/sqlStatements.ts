@@ -85,6 +85,9 @@ export interface EventRow extends Record<string, unknown> {
   readonly toolName?: string | undefined
   readonly requestId?: string | undefined
   readonly event: string
+  /** its links in the log's hash chain (`chain.ts`) */
+  readonly prevHash?: string | undefined
+  readonly hash: string
 }
 
 export interface RequestRow extends Record<string, unknown> {
@@ -144,6 +147,10 @@ export interface ApprovalRow extends Record<string, unknown> {
   readonly approval: string
 }
 
+/** The hash of the log's last event: one step down the primary key. */
+export const chainHeadOf = (sql: SqlClient.SqlClient, t: Tables): Statement.Statement<unknown> =>
+  sql`SELECT hash FROM ${sql(t.events)} ORDER BY seq DESC LIMIT 1`
+
 export const make = (
   sql: SqlClient.SqlClient,
   t: Tables,
@@ -160,7 +167,9 @@ export const make = (
   const approvals = sql(t.sessionApprovals)
   const decisions = sql(t.decisions)
   const isSqlite = sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
-  const eventColumns = sql.literal("at, type, outcome, session_key, tool_call_id, tool_name, request_id, event")
+  const eventColumns = sql.literal(
+    "at, type, outcome, session_key, tool_call_id, tool_name, request_id, event, prev_hash, hash"
+  )
   // PostgreSQL numbers events from a counter row moved on in the writing transaction (a sequence
   // would burn numbers on rollback); SQLite's AUTOINCREMENT counter is transactional already.
   const nextSeq = "toolgate_next_seq"
@@ -170,7 +179,7 @@ export const make = (
   const lastTaken = (back = 0) =>
     sql`(SELECT last FROM ${sql(nextSeq)})${back > 0 ? sql.literal(` - ${back}`) : sql.literal("")}`
   const eventValues = (e: Slots<EventRow>) =>
-    sql`${e.at}, ${e.type}, ${e.outcome}, ${e.sessionKey}, ${e.toolCallId}, ${e.toolName}, ${e.requestId}, ${e.event}`
+    sql`${e.at}, ${e.type}, ${e.outcome}, ${e.sessionKey}, ${e.toolCallId}, ${e.toolName}, ${e.requestId}, ${e.event}, ${e.prevHash}, ${e.hash}`
   const pending = sql`status = 'pending'`
   /** A column of a `VALUES` list as a BIGINT (PostgreSQL types its parameters as text there). */
   const bigint = (column: string) =>
@@ -226,6 +235,15 @@ export const make = (
 
   return {
     lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
+
+    /** The hash of the log's last event (the chain's head); no row when the log is empty. */
+    chainHead: statement<{}>(() => chainHeadOf(sql, t)),
+
+    /** The events after `afterSeq` as stored, with the columns that repeat their fields, for checking the hash chain. */
+    chainLinks: statement<{ afterSeq: number; limit: number }>((p) =>
+      sql`SELECT seq, prev_hash, hash, event, at, type, outcome, session_key, tool_call_id, tool_name, request_id
+        FROM ${events} WHERE seq > ${p.afterSeq} ORDER BY seq LIMIT ${p.limit}`
+    ),
 
     insertEvent: statement<EventRow>((e) =>
       isSqlite
