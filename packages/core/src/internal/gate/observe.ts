@@ -295,7 +295,7 @@ export const answered = (request: ApprovalRequest.ApprovalRequest): Effect.Effec
 export const expired: Effect.Effect<void> = Metric.increment(ToolGateMetrics.expiredRequests)
 
 /**
- * The store with each call timed into `toolgate.store.duration` (by method; `subscribe`, which
+ * The store with each call timed into `toolgate.store.duration`, by method (`subscribe`, which
  * lives as long as its scope, is not timed).
  */
 export const timedStore = (store: ApprovalStore["Type"]): ApprovalStore["Type"] => {
@@ -316,16 +316,55 @@ export const timedStore = (store: ApprovalStore["Type"]): ApprovalStore["Type"] 
         }
       })
     })
-  const entries = Object.entries(store).map(([name, member]) => {
-    if (name === "subscribe") return [name, member]
-    const metric = ToolGateMetrics.storeDurationOf(name)
-    return [
-      name,
-      Effect.isEffect(member)
-        ? timed(metric, member)
-        : (...args: Array<unknown>) =>
-          timed(metric, (member as (...args: Array<unknown>) => Effect.Effect<unknown>)(...args))
-    ]
-  })
-  return Object.fromEntries(entries) as ApprovalStore["Type"]
+  const metrics = Object.fromEntries(
+    [...operations, "lastSeq"].map((name) => [name, ToolGateMetrics.storeDurationOf(name)])
+  ) as Record<typeof operations[number] | "lastSeq", Metric.Metric.Histogram<number>>
+  // spelled out, so the store keeps one shape (and the compiler checks that none is missed)
+  return {
+    append: (...args) => timed(metrics.append, store.append(...args)),
+    createRequest: (...args) => timed(metrics.createRequest, store.createRequest(...args)),
+    resolve: (...args) => timed(metrics.resolve, store.resolve(...args)),
+    answer: (...args) => timed(metrics.answer, store.answer(...args)),
+    extend: (...args) => timed(metrics.extend, store.extend(...args)),
+    markWarned: (...args) => timed(metrics.markWarned, store.markWarned(...args)),
+    consume: (...args) => timed(metrics.consume, store.consume(...args)),
+    getRequest: (...args) => timed(metrics.getRequest, store.getRequest(...args)),
+    findByToolCall: (...args) => timed(metrics.findByToolCall, store.findByToolCall(...args)),
+    findRecorded: (...args) => timed(metrics.findRecorded, store.findRecorded(...args)),
+    recordDecision: (...args) => timed(metrics.recordDecision, store.recordDecision(...args)),
+    listPending: (...args) => timed(metrics.listPending, store.listPending(...args)),
+    listDue: (...args) => timed(metrics.listDue, store.listDue(...args)),
+    listToWarn: (...args) => timed(metrics.listToWarn, store.listToWarn(...args)),
+    grant: (...args) => timed(metrics.grant, store.grant(...args)),
+    revoke: (...args) => timed(metrics.revoke, store.revoke(...args)),
+    revokeWhere: (...args) => timed(metrics.revokeWhere, store.revokeWhere(...args)),
+    sessionApprovals: (...args) => timed(metrics.sessionApprovals, store.sessionApprovals(...args)),
+    events: (...args) => timed(metrics.events, store.events(...args)),
+    tail: (...args) => timed(metrics.tail, store.tail(...args)),
+    lastSeq: timed(metrics.lastSeq, store.lastSeq),
+    subscribe: store.subscribe
+  }
 }
+
+const operations = [
+  "append",
+  "createRequest",
+  "resolve",
+  "answer",
+  "extend",
+  "markWarned",
+  "consume",
+  "getRequest",
+  "findByToolCall",
+  "findRecorded",
+  "recordDecision",
+  "listPending",
+  "listDue",
+  "listToWarn",
+  "grant",
+  "revoke",
+  "revokeWhere",
+  "sessionApprovals",
+  "events",
+  "tail"
+] as const
