@@ -269,6 +269,57 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
         )
       )
 
+  /** One model turn: text ends the loop, calls that wait for a human pause it, results continue it. */
+  const turn = <FE>(
+    toolkit: Toolkit.WithHandler<Tools>,
+    session: ToolCall.CallContext,
+    prompt: Prompt.Prompt,
+    turns: number,
+    fence: Effect.Effect<void, FE>
+  ) =>
+    Effect.gen(function*() {
+      const model = yield* LanguageModel.LanguageModel
+      const checkpoints = yield* Checkpoint.Checkpoints
+      yield* fence
+      const response = yield* ask(model, prompt, toolkit, turns + 1)
+      const calls = yield* Effect.forEach(
+        response.toolCalls.filter((call) => !call.providerExecuted),
+        (call) => encodeCall(toolkit, call)
+      )
+      yield* Effect.annotateCurrentSpan("toolgate.tool_calls", calls.length)
+      // One id names one call: a turn that repeats one is refused whole, before anyone is asked
+      // or anything runs, the same on every store.
+      const repeated = CallIds.repeatedIds(calls)
+      if (repeated.length > 0) {
+        return yield* new AiError.MalformedOutput({
+          module: "AgentLoop",
+          method: "run",
+          description: `the model's turn repeats tool-call id(s) ${
+            repeated.join(", ")
+          }; call ids must be unique per session, so none of the turn's calls was asked for or run`
+        })
+      }
+      const history = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
+      yield* onStep(Step.ModelReplied({ turn: turns + 1, text: response.text, calls }))
+      if (calls.length === 0) return new Completed({ text: response.text, prompt: history, turns: turns + 1 })
+
+      const { results, waiting } = yield* Turn.settle({
+        toolkit,
+        session,
+        calls,
+        fence,
+        report,
+        save: (results, pending) =>
+          checkpoints.save(
+            checkpoint,
+            pending.map((signal) => signal.requestId),
+            { session, prompt: history, calls, results, turns: turns + 1 }
+          )
+      })
+      if (waiting !== undefined) return new Paused(waiting)
+      return Prompt.merge(history, Turn.toolMessage(results))
+    }).pipe(Turn.withTurnSpan(session, turns + 1))
+
   /** Model turns from `prompt` until text or a pause; `fence` goes before each model turn and tool call. */
   const continueFrom = <FE>(
     toolkit: Toolkit.WithHandler<Tools>,
@@ -278,48 +329,12 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
     fence: Effect.Effect<void, FE>
   ) =>
     Effect.gen(function*() {
-      const model = yield* LanguageModel.LanguageModel
-      const checkpoints = yield* Checkpoint.Checkpoints
       let prompt = start
       for (let turns = turnsSoFar;; turns++) {
         if (turns >= maxTurns) return yield* new MaxTurnsExceeded({ sessionKey: session.sessionKey, maxTurns })
-        yield* fence
-        const response = yield* ask(model, prompt, toolkit, turns + 1)
-        const calls = yield* Effect.forEach(
-          response.toolCalls.filter((call) => !call.providerExecuted),
-          (call) => encodeCall(toolkit, call)
-        )
-        // One id names one call: a turn that repeats one is refused whole, before anyone is asked
-        // or anything runs, the same on every store.
-        const repeated = CallIds.repeatedIds(calls)
-        if (repeated.length > 0) {
-          return yield* new AiError.MalformedOutput({
-            module: "AgentLoop",
-            method: "run",
-            description: `the model's turn repeats tool-call id(s) ${
-              repeated.join(", ")
-            }; call ids must be unique per session, so none of the turn's calls was asked for or run`
-          })
-        }
-        const history = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
-        yield* onStep(Step.ModelReplied({ turn: turns + 1, text: response.text, calls }))
-        if (calls.length === 0) return new Completed({ text: response.text, prompt: history, turns: turns + 1 })
-
-        const { results, waiting } = yield* Turn.settle({
-          toolkit,
-          session,
-          calls,
-          fence,
-          report,
-          save: (results, pending) =>
-            checkpoints.save(
-              checkpoint,
-              pending.map((signal) => signal.requestId),
-              { session, prompt: history, calls, results, turns: turns + 1 }
-            )
-        })
-        if (waiting !== undefined) return new Paused(waiting)
-        prompt = Prompt.merge(history, Turn.toolMessage(results))
+        const next = yield* turn(toolkit, session, prompt, turns, fence)
+        if (next instanceof Completed || next instanceof Paused) return next
+        prompt = next
       }
     })
 
@@ -358,7 +373,7 @@ export const make = <Tools extends Record<string, Tool.Any>, E = never, R = neve
       )
       yield* checkpoints.complete(token, lease)
       return next
-    }).pipe(Effect.scoped)
+    }).pipe(Effect.scoped, Turn.withResumeSpan(token))
 
   return { run, resume }
 }

@@ -41,6 +41,7 @@ import type { Allowed, CallError, Options, RespondError, RevokeOptions } from ".
 import * as Decisions from "./internal/gate/decisions.js"
 import * as Grants from "./internal/gate/grants.js"
 import * as LogTailer from "./internal/gate/logTailer.js"
+import * as Observe from "./internal/gate/observe.js"
 import * as PolicySwitch from "./internal/gate/policySwitch.js"
 import * as Replay from "./internal/gate/replay.js"
 import * as Requests from "./internal/gate/requests.js"
@@ -190,7 +191,7 @@ export class ToolGate extends Context.Tag("@tool-gate/core/ToolGate")<ToolGate, 
  */
 export const make = (options: Options): Effect.Effect<Service, PersistenceError, ApprovalStore | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = yield* ApprovalStore
+    const store = Observe.timedStore(yield* ApprovalStore)
     const { shadowPolicy } = options
     const policySwitch = PolicySwitch.make(options.policy, store)
     // without reloads the parts hold the policy itself: the hot path reads it with no indirection
@@ -205,13 +206,14 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     /** A session key given on its own: refused for writes; reads of a key no call can have find nothing. */
     const sessionKeyOf = (sessionKey: string) => ToolCall.decodeSessionKey(sessionKey, limits)
 
+    const observed: Observe.Observed = { policyVersion: () => policy.version, traceArgs: options.traceArgs ?? false }
     const waiters = Waiters.makeWaiters()
     const tailer = LogTailer.make({ store, projection, waiters, publish: streams.publish })
     const grants = Grants.make({ store, projection, sessionKeyOf })
     const requests = Requests.make({ store, sessionKeyOf, warnBeforeMs })
     const decisions = Decisions.make({ store, policy, shadowPolicy, hooks: options.hooks ?? {}, projection })
     const replay = Replay.make({ store, policy, current: requests.current })
-    const awaitDecision = Waiters.makeAwaitDecision({ waiters, ...requests })
+    const awaitDecision = Observe.awaitDecision(observed, Waiters.makeAwaitDecision({ waiters, ...requests }))
     const authorization = Authorize.make({
       store,
       policy,
@@ -220,26 +222,28 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       ...decisions,
       ...replay,
       awaitDecision,
-      logUnreadable: tailer.unreadable
+      logUnreadable: tailer.unreadable,
+      observed
     })
     const answers = Answers.make({ store, policy, limits, projection, ...requests })
 
     yield* tailer.start
     if (options.reload !== undefined) yield* policySwitch.follow(options.reload)
-    yield* Requests.startSweeper(requests.sweep, sweepInterval)
+    yield* Requests.startSweeper(Observe.sweep(requests.sweep, { root: true }), sweepInterval)
 
     return ToolGate.of({
       policy,
       shadowPolicy,
-      evaluate: (input) => Effect.flatMap(decodeCall(input), decisions.evaluate),
+      evaluate: (input) => Observe.evaluate(observed, input, Effect.flatMap(decodeCall(input), decisions.evaluate)),
       ...authorization,
-      respond: answers.respond,
+      respond: (requestId, response) =>
+        Observe.request("toolgate.respond", observed, requestId, answers.respond(requestId, response)),
       awaitDecision,
-      resume: requests.resume,
+      resume: (requestId) => Observe.request("toolgate.resume", observed, requestId, requests.resume(requestId)),
       getRequest: requests.getRequest,
       pending: requests.pending,
       extend: requests.extend,
-      sweep: requests.sweep,
+      sweep: Observe.sweep(requests.sweep),
       ...grants,
       audit: streams.audit,
       auditLog: streams.auditLog

@@ -43,4 +43,6 @@ export * as ToolGate from "./ToolGate.js"
 /** @since 0.1.0 */
 export * as ToolGateError from "./ToolGateError.js"
 /** @since 0.1.0 */
+export * as ToolGateMetrics from "./ToolGateMetrics.js"
+/** @since 0.1.0 */
 export * as ToolGateSql from "./ToolGateSql.js"

@@ -4,7 +4,7 @@
  */
 import { Prompt, type Tool, type Toolkit } from "@effect/ai"
 import type { Checkpoint, PauseSignal, ToolCall, ToolGateError } from "@tool-gate/core"
-import { Effect, Either } from "effect"
+import { Effect, Either, Predicate } from "effect"
 import * as GatedToolkit from "../GatedToolkit.js"
 import * as CallIds from "./callIds.js"
 
@@ -113,3 +113,38 @@ export const settle = <Tools extends Record<string, Tool.Any>, FE>(options: {
     return yield* pauseOrGoOn(session, calls, outcomes, save, report)
   }).pipe(Effect.onError(() => Effect.forEach(asked, CallIds.releaseOrphan, { discard: true })))
 }
+
+/** The attributes whose value is defined. */
+const defined = (attributes: Record<string, string | number | undefined>) =>
+  Object.fromEntries(Object.entries(attributes).filter(([, value]) => value !== undefined))
+
+/** How a turn ended: the loop's result, or results fed back to the model for another turn. */
+const turnOutcome = (result: unknown) =>
+  Predicate.isTagged(result, "Completed") ? "completed" : Predicate.isTagged(result, "Paused") ? "paused" : "continued"
+
+/**
+ * A model turn in its span, `toolgate.agent.turn`: the session and agent, the turn's number, the
+ * number of tool calls (set by the turn) and how it ended (`completed`, `paused`, `continued`). The
+ * model's and the gate's spans of the turn are its children.
+ */
+export const withTurnSpan =
+  (session: ToolCall.CallContext, turn: number) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.tap(self, (result) => Effect.annotateCurrentSpan("toolgate.outcome", turnOutcome(result))).pipe(
+      Effect.withSpan("toolgate.agent.turn", {
+        attributes: defined({
+          "toolgate.session": session.sessionKey,
+          "toolgate.agent": session.agentId,
+          "toolgate.turn": turn
+        })
+      })
+    )
+
+/**
+ * `AgentLoop.resume` in its span, `toolgate.agent.resume`: the checkpoint, and how the resumed
+ * conversation ended (its calls run under it, then its next turns).
+ */
+export const withResumeSpan =
+  (token: Checkpoint.Token) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.tap(self, (result) => Effect.annotateCurrentSpan("toolgate.outcome", turnOutcome(result))).pipe(
+      Effect.withSpan("toolgate.agent.resume", { attributes: { "toolgate.checkpoint": token } })
+    )

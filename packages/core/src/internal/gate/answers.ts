@@ -14,6 +14,7 @@ import { AlreadyResolved, InvalidResponse, problemsOf, RequestExpired, RequestNo
 import type { RespondError } from "./contract.js"
 import type { Projection } from "./grants.js"
 import * as Ids from "./ids.js"
+import * as Observe from "./observe.js"
 import type { Requests } from "./requests.js"
 
 const decodeResponse = Schema.decodeUnknownEither(ApprovalRequest.ApprovalResponse, { errors: "all" })
@@ -165,6 +166,7 @@ export const make = (
           return yield* refuseOverdue(result.request, now)
         case "Resolved":
           if (result.grant !== undefined) yield* projection.project([result.grant])
+          yield* Observe.answered(result.request)
           return result.request
       }
     })

@@ -23,6 +23,7 @@ import * as SessionIndex from "../sessionIndex.js"
 import type { Allowed, CallError } from "./contract.js"
 import { allowedBy, events, type Judgement } from "./decisions.js"
 import type { Projection } from "./grants.js"
+import * as Observe from "./observe.js"
 import { fromDecision, isSameCall, type Replayed } from "./replay.js"
 import { newRequest } from "./requests.js"
 
@@ -61,6 +62,7 @@ export const make = (options: {
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** the log tailer's failure while it cannot read the log */
   readonly logUnreadable: () => PersistenceError | undefined
+  readonly observed: Observe.Observed
 }) => {
   const { decodeCall, fromRequest, judge, judgeAgain, judgeNow, policy, projection, refuseReused, replay, store } =
     options
@@ -198,13 +200,17 @@ export const make = (options: {
     })
   }
 
+  /** `authorize` in its span, counted in the gate's metrics. */
+  const observedAuthorize = (input: ToolCall.ToolCallInput): Replayed =>
+    Observe.authorize(options.observed, input, authorize(input))
+
   /**
    * `gate`: replay by call id with a wait in between. `authorize` pauses on a new request; once
    * `awaitDecision` sees it answered, `authorize` again replays the answered request for the same id.
    */
   const gate = <A, E, R>(input: ToolCall.ToolCallInput, run: (allowed: Allowed) => Effect.Effect<A, E, R>) => {
     const untilDecided: Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> = Effect.flatMap(
-      authorize(input),
+      observedAuthorize(input),
       (result) =>
         PauseSignal.isPauseSignal(result)
           ? Effect.zipRight(
@@ -214,7 +220,7 @@ export const make = (options: {
           )
           : Effect.succeed(result)
     )
-    return Effect.flatMap(untilDecided, run)
+    return Observe.gate(options.observed, input, untilDecided, run)
   }
 
   /** `createApprovalRequest`: the request a `RequireApproval` decision needs, found or created. */
@@ -245,5 +251,5 @@ export const make = (options: {
       }
     })
 
-  return { authorize, gate, createApprovalRequest } as const
+  return { authorize: observedAuthorize, gate, createApprovalRequest } as const
 }

@@ -75,6 +75,11 @@ export interface Options {
    * recently used is dropped, and read again when it needs them again.
    */
   readonly heldSessions?: number | undefined
+  /**
+   * Whether the gate's spans carry the call's arguments (`toolgate.args`, canonical JSON). Default
+   * `false`: arguments may hold secrets, and spans often go where the audit log does not.
+   */
+  readonly traceArgs?: boolean | undefined
 }
 
 /**

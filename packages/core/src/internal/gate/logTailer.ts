@@ -11,6 +11,7 @@ import type { ApprovalStore } from "../../ApprovalStore.js"
 import type * as AuditEvent from "../../AuditEvent.js"
 import type { PersistenceError } from "../../ToolGateError.js"
 import type { Projection } from "./grants.js"
+import * as PendingGauge from "./pendingGauge.js"
 import type { Waiters } from "./waiters.js"
 
 // Events after which a waiter must look again: its request was answered, expired or extended.
@@ -51,6 +52,7 @@ export const make = (options: {
   // a change of the session approvals was read in the log and the approvals it changed are not
   // applied yet (it outlives a failed catch-up, so the next one reads them)
   let changed = false
+  const pending = PendingGauge.make(store)
 
   const catchUp = Effect.gen(function*() {
     while (true) {
@@ -62,6 +64,8 @@ export const make = (options: {
         }
         if (changesProjection(event)) changed = true
       }
+      // counted before auditors hear of them: one that saw an event sees the gauge count it
+      yield* pending.see(events)
       yield* publish(events)
       seq = events[events.length - 1]!.seq
       // what is committed after this read comes with a hint of its own
@@ -93,7 +97,10 @@ export const make = (options: {
         )
       ),
       Effect.forever,
-      Effect.forkScoped,
+      // the pending gauge's first count, before the first page of the log it is kept by
+      (follow) => Effect.zipRight(pending.load, follow),
+      // released after the tailer stops (finalizers run in reverse), so that it adds nothing after
+      (tailer) => Effect.zipRight(Effect.addFinalizer(() => pending.release), Effect.forkScoped(tailer)),
       Effect.interruptible,
       Effect.asVoid
     ))

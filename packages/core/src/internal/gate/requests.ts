@@ -21,6 +21,7 @@ import {
 } from "../../ToolGateError.js"
 import { sha256 } from "../canonical.js"
 import * as Ids from "./ids.js"
+import * as Observe from "./observe.js"
 
 // A prompt is read by people: it quotes this much of the arguments (the request keeps them whole).
 const promptArgsLength = 500
@@ -77,14 +78,17 @@ export const make = (options: {
    */
   const expire = (request: ApprovalRequest.ApprovalRequest, now: number) =>
     Effect.map(
-      store.resolve(
-        request.requestId,
-        {
-          status: "expired",
-          reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`,
-          resolvedAt: now
-        },
-        AuditEvent.approvalExpired(request, now)
+      Effect.tap(
+        store.resolve(
+          request.requestId,
+          {
+            status: "expired",
+            reason: `approval timed out after ${request.expiresAt - request.createdAt} ms`,
+            resolvedAt: now
+          },
+          AuditEvent.approvalExpired(request, now)
+        ),
+        (result) => result._tag === "Resolved" ? Observe.expired : Effect.void
       ),
       (result) => result._tag === "NotFound" ? request : result.request
     )

@@ -1,0 +1,179 @@
+/**
+ * The gate's metrics in Effect's metric registry, on the memory store and on a SQLite file: each
+ * moves by exactly what the gate did. The registry is the process's, shared by every test of the
+ * run, so each test compares values before and after what it does.
+ */
+import { ApprovalStore, PauseSignal, Policy, ToolGate, ToolGateMetrics } from "@tool-gate/core"
+import { expect } from "bun:test"
+import { Context, Effect, Exit, Layer, Metric, Scope, Stream, TestClock } from "effect"
+import { join } from "node:path"
+import { describe, it } from "../../../support/effectTest.js"
+import { sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+
+const policy = Policy.unsafeMake({
+  allow: ["ls"],
+  deny: ["rm"],
+  requireApproval: [{ id: "ask-bash", tool: "bash", ttlMs: 120_000 }]
+})
+
+/** A way to open the same store again (a second gate, or the gate after a restart). */
+type Opener = Effect.Effect<Layer.Layer<ApprovalStore.ApprovalStore>, never, Scope.Scope>
+
+const stores: ReadonlyArray<readonly [string, Opener]> = [
+  ["memory", Effect.map(Layer.memoize(ApprovalStore.layerMemory), (shared) => shared)],
+  [
+    "SQLite file",
+    Effect.map(tempDir, (dir) => storeOver(sqliteClient(join(dir, "gate.db"))).pipe(Layer.orDie))
+  ]
+]
+
+const gateOn = (store: Layer.Layer<ApprovalStore.ApprovalStore>) =>
+  Effect.map(
+    Layer.build(ToolGate.layer({ policy, sweepInterval: "1 hour" }).pipe(Layer.provide(store), Layer.orDie)),
+    (context) => Context.get(context, ToolGate.ToolGate)
+  )
+
+const count = (metric: Metric.Metric.Counter<number>) => Effect.map(Metric.value(metric), (state) => state.count)
+const decisions = (operation: ToolGateMetrics.Operation, outcome: ToolGateMetrics.Outcome) =>
+  count(ToolGateMetrics.decisionsOf(operation, outcome))
+const pendingGauge = Effect.map(Metric.value(ToolGateMetrics.pendingRequests), (state) => state.value)
+
+/** The change of each named figure over `body`. */
+const deltas = <A, E, R>(
+  figures: Record<string, Effect.Effect<number>>,
+  body: Effect.Effect<A, E, R>
+): Effect.Effect<readonly [A, Record<string, number>], E, R> =>
+  Effect.gen(function*() {
+    const before = yield* Effect.all(figures)
+    const result = yield* body
+    const after = yield* Effect.all(figures)
+    return [result, Object.fromEntries(Object.keys(figures).map((k) => [k, after[k]! - before[k]!]))] as const
+  })
+
+/** Runs `body` and returns once the gate's audit stream has delivered `events` events. */
+const heard = <A, E, R>(gate: ToolGate.ToolGate["Type"], events: number, body: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const listening = yield* Effect.fork(Stream.runDrain(Stream.take(gate.audit, events)))
+    // the subscription is taken when the stream starts: let it start before anything is committed
+    yield* Effect.yieldNow()
+    const result = yield* body
+    yield* listening.await
+    return result
+  })
+
+for (const [storeName, open] of stores) {
+  describe(`the gate's metrics (${storeName})`, () => {
+    it.scoped("toolgate.decisions counts each answer of authorize and evaluate by outcome", () =>
+      Effect.gen(function*() {
+        const gate = yield* gateOn(yield* open)
+        const [, moved] = yield* deltas(
+          {
+            allow: decisions("authorize", "allow"),
+            deny: decisions("authorize", "deny"),
+            pending: decisions("authorize", "pending"),
+            approved: decisions("authorize", "approved"),
+            denied: decisions("authorize", "denied"),
+            evaluatedAllow: decisions("evaluate", "allow"),
+            evaluatedPending: decisions("evaluate", "pending")
+          },
+          Effect.gen(function*() {
+            yield* gate.authorize({ id: "l1", name: "ls", sessionKey: "s1" })
+            yield* gate.authorize({ id: "l2", name: "ls", sessionKey: "s1" })
+            yield* Effect.flip(gate.authorize({ id: "r1", name: "rm", sessionKey: "s1" }))
+            const asked = yield* gate.authorize({ id: "b1", name: "bash", sessionKey: "s1" })
+            const refused = yield* gate.authorize({ id: "b2", name: "bash", sessionKey: "s1" })
+            if (!PauseSignal.isPauseSignal(asked) || !PauseSignal.isPauseSignal(refused)) {
+              throw new Error("expected pauses")
+            }
+            yield* gate.respond(asked.requestId, { decision: "approve_once" })
+            yield* gate.respond(refused.requestId, { decision: "deny", reason: "no" })
+            yield* gate.authorize({ id: "b1", name: "bash", sessionKey: "s1" })
+            yield* Effect.flip(gate.authorize({ id: "b2", name: "bash", sessionKey: "s1" }))
+            yield* gate.evaluate({ id: "e1", name: "ls", sessionKey: "s1" })
+            yield* gate.evaluate({ id: "e2", name: "bash", sessionKey: "s1" })
+            // a call the gate refuses as invalid is no decision
+            yield* Effect.flip(gate.authorize({ id: "", name: "ls", sessionKey: "s1" }))
+          })
+        )
+        expect(moved).toEqual({
+          allow: 2,
+          deny: 1,
+          pending: 2,
+          approved: 1,
+          denied: 1,
+          evaluatedAllow: 1,
+          evaluatedPending: 1
+        })
+      }))
+
+    it.scoped("time to answer: one observation per answer committed here, of the time since the request", () =>
+      Effect.gen(function*() {
+        const gate = yield* gateOn(yield* open)
+        const approved = ToolGateMetrics.timeToAnswerOf("approved")
+        const before = yield* Metric.value(approved)
+        const pause = yield* gate.authorize({ id: "b1", name: "bash", sessionKey: "s1" })
+        if (!PauseSignal.isPauseSignal(pause)) throw new Error("expected a pause")
+        yield* TestClock.adjust("45 seconds")
+        yield* gate.respond(pause.requestId, { decision: "approve_once", respondedBy: "ana" })
+        // the same answer again returns the first resolution: no second observation
+        yield* gate.respond(pause.requestId, { decision: "approve_once", respondedBy: "ana" })
+        const after = yield* Metric.value(approved)
+        expect(after.count - before.count).toBe(1)
+        expect(after.sum - before.sum).toBe(45_000)
+      }))
+
+    it.scoped("expiries: a request expired by the sweep counts once, however often it is swept or read", () =>
+      Effect.gen(function*() {
+        const gate = yield* gateOn(yield* open)
+        const [, moved] = yield* deltas(
+          { expired: count(ToolGateMetrics.expiredRequests), deniedByTimeout: decisions("authorize", "expired") },
+          Effect.gen(function*() {
+            yield* gate.authorize({ id: "b1", name: "bash", sessionKey: "s1" })
+            yield* TestClock.adjust("121 seconds")
+            expect(yield* gate.sweep).toHaveLength(1)
+            expect(yield* gate.sweep).toHaveLength(0)
+            yield* Effect.flip(gate.authorize({ id: "b1", name: "bash", sessionKey: "s1" }))
+          })
+        )
+        expect(moved).toEqual({ expired: 1, deniedByTimeout: 1 })
+      }))
+
+    it.scoped("pending requests: the gauge follows requests and answers, counts those pending at start-up, and gives its share back when the gate closes", () =>
+      Effect.gen(function*() {
+        const store = yield* open
+        const start = yield* pendingGauge
+        const first = yield* Scope.make()
+        const gate = yield* gateOn(store).pipe(Scope.extend(first))
+        const asked = yield* heard(
+          gate,
+          3,
+          Effect.forEach(["b1", "b2", "b3"], (id) => gate.authorize({ id, name: "bash", sessionKey: "s1" }))
+        )
+        expect((yield* pendingGauge) - start).toBe(3)
+        const [one] = asked
+        if (!PauseSignal.isPauseSignal(one)) throw new Error("expected a pause")
+        yield* heard(gate, 1, gate.respond(one.requestId, { decision: "deny" }))
+        expect((yield* pendingGauge) - start).toBe(2)
+        yield* Scope.close(first, Exit.void)
+        expect((yield* pendingGauge) - start).toBe(0)
+
+        // a gate opened on the store later finds the two still pending
+        const reopened = yield* gateOn(store)
+        yield* heard(reopened, 1, reopened.authorize({ id: "b4", name: "bash", sessionKey: "s2" }))
+        expect((yield* pendingGauge) - start).toBe(3)
+      }))
+
+    it.scoped("store latency: each store operation of the gate is timed under its name", () =>
+      Effect.gen(function*() {
+        const gate = yield* gateOn(yield* open)
+        const recorded = ToolGateMetrics.storeDurationOf("recordDecision")
+        const created = ToolGateMetrics.storeDurationOf("createRequest")
+        const before = yield* Effect.all([Metric.value(recorded), Metric.value(created)])
+        yield* gate.authorize({ id: "l1", name: "ls", sessionKey: "s1" })
+        yield* gate.authorize({ id: "l2", name: "ls", sessionKey: "s1" })
+        yield* gate.authorize({ id: "b1", name: "bash", sessionKey: "s1" })
+        const after = yield* Effect.all([Metric.value(recorded), Metric.value(created)])
+        expect([after[0].count - before[0].count, after[1].count - before[1].count]).toEqual([2, 1])
+      }))
+  })
+}
