@@ -78,4 +78,6 @@ const program = Effect.gen(function*() {
   printMetrics()
 })
 
-Effect.runPromise(program.pipe(Effect.provide(ToolGate.layerMemory({ policy })), Effect.provide(Observability)))
+Effect.runPromise(
+  program.pipe(Effect.provide(ToolGate.layerMemory({ policy, storeMetrics: true })), Effect.provide(Observability))
+)

@@ -191,7 +191,8 @@ export class ToolGate extends Context.Tag("@tool-gate/core/ToolGate")<ToolGate, 
  */
 export const make = (options: Options): Effect.Effect<Service, PersistenceError, ApprovalStore | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = Observe.timedStore(yield* ApprovalStore)
+    const untimed = yield* ApprovalStore
+    const store = options.storeMetrics === true ? Observe.timedStore(untimed) : untimed
     const { shadowPolicy } = options
     const policySwitch = PolicySwitch.make(options.policy, store)
     // without reloads the parts hold the policy itself: the hot path reads it with no indirection

@@ -9,7 +9,7 @@
  * | `toolgate.requests.pending` | gauge | | pending approval requests in the gate's store |
  * | `toolgate.requests.time_to_answer` | histogram (ms) | `status` | from a request's creation to a human's answer |
  * | `toolgate.requests.expired` | counter | | requests this process expired (timeout means deny) |
- * | `toolgate.store.duration` | histogram (ms) | `operation` | each call the gate makes to its store |
+ * | `toolgate.store.duration` | histogram (ms) | `operation` | each call the gate makes to its store (with `storeMetrics: true`) |
  *
  * @example
  * import { ToolGateMetrics } from "@tool-gate/core"
@@ -137,8 +137,8 @@ const storeDurationKey = MetricKey.histogram(
 
 /**
  * `toolgate.store.duration`: milliseconds each call the gate makes to its `ApprovalStore` took,
- * tagged `operation` (the store method: `recordDecision`, `createRequest`, `answer`, `tail`, ...).
- * Buckets from 0.05 ms to about 1.6 s.
+ * tagged `operation` (the store method: `recordDecision`, `createRequest`, `answer`, `tail`, ...),
+ * when the gate's options say `storeMetrics: true`. Buckets from 0.05 ms to about 1.6 s.
  *
  * @since 0.1.0
  * @category metrics

@@ -27,9 +27,11 @@ const stores: ReadonlyArray<readonly [string, Opener]> = [
   ]
 ]
 
-const gateOn = (store: Layer.Layer<ApprovalStore.ApprovalStore>) =>
+const gateOn = (store: Layer.Layer<ApprovalStore.ApprovalStore>, storeMetrics = false) =>
   Effect.map(
-    Layer.build(ToolGate.layer({ policy, sweepInterval: "1 hour" }).pipe(Layer.provide(store), Layer.orDie)),
+    Layer.build(
+      ToolGate.layer({ policy, sweepInterval: "1 hour", storeMetrics }).pipe(Layer.provide(store), Layer.orDie)
+    ),
     (context) => Context.get(context, ToolGate.ToolGate)
   )
 
@@ -163,10 +165,15 @@ for (const [storeName, open] of stores) {
         expect((yield* pendingGauge) - start).toBe(3)
       }))
 
-    it.scoped("store latency: each store operation of the gate is timed under its name", () =>
+    it.scoped("store latency: with storeMetrics, each store operation of the gate is timed under its name", () =>
       Effect.gen(function*() {
-        const gate = yield* gateOn(yield* open)
+        const untimed = yield* gateOn(yield* open)
         const recorded = ToolGateMetrics.storeDurationOf("recordDecision")
+        const unmeasured = yield* Metric.value(recorded)
+        yield* untimed.authorize({ id: "u1", name: "ls", sessionKey: "s1" })
+        // without the option nothing is timed
+        expect((yield* Metric.value(recorded)).count).toBe(unmeasured.count)
+        const gate = yield* gateOn(yield* open, true)
         const created = ToolGateMetrics.storeDurationOf("createRequest")
         const before = yield* Effect.all([Metric.value(recorded), Metric.value(created)])
         yield* gate.authorize({ id: "l1", name: "ls", sessionKey: "s1" })
