@@ -63,6 +63,28 @@ describe("audit events as JSON", () => {
       expect(JSON.parse(stored[0]!.event).time).toBeUndefined()
     }))
 
+  it.live("a row whose args were edited into text that is no JSON object is shown as that text, not a 500", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* trail(server)
+      const db = new Database(server.filename)
+      for (const [seq, args] of [[3, "not json"], [4, "[1]"]] as const) {
+        const { event } = db.query("SELECT event FROM toolgate_events WHERE seq = ?").get(seq) as { event: string }
+        db.query("UPDATE toolgate_events SET event = ? WHERE seq = ?").run(
+          JSON.stringify({ ...JSON.parse(event), args }),
+          seq
+        )
+      }
+      db.close()
+      const events = yield* audit(server, "")
+      expect(events.map((e) => e.args)).toEqual([
+        { command: "deploy", env: "staging" },
+        { command: "deploy", env: "staging" },
+        "not json",
+        "[1]"
+      ])
+    }))
+
   it.live("the event stream carries the same JSON as GET /audit", () =>
     Effect.gen(function*() {
       const server = yield* startServer()

@@ -847,9 +847,10 @@ export const TimeFromString: Schema.Schema<number, string> = Schema.transformOrF
 /** The arguments as the JSON object they are, where the log keeps their canonical text. */
 // Its JSON Schema is `type: object` alone (any JSON inside): Unknown's own writes an `$id` that
 // repeats in every use, which validators refuse as ambiguous.
-const argsObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-  jsonSchema: { type: "object" }
-})
+// A row edited by hand may hold text that is no JSON object: it is shown as that text (a string),
+// so a tampered row never stops the log from being read (`toolgate audit verify` names it).
+const argsObject = Schema.Union(Schema.Record({ key: Schema.String, value: Schema.Unknown }), Schema.String)
+  .annotations({ jsonSchema: { anyOf: [{ type: "object" }, { type: "string" }] } })
 
 const time = Schema.String.annotations({
   description: "`at` as an RFC 3339 date-time (UTC)",
@@ -864,11 +865,20 @@ const jsonStruct = (event: Schema.Struct<Schema.Struct.Fields>) => {
   const fields: Record<string, Schema.Struct.Field> = {}
   for (const [name, field] of Object.entries(event.fields)) {
     fields[name] = name === "args"
-      ? argsObject.annotations({ jsonSchema: { type: "object", description: "the arguments asked for" } })
+      ? argsObject.annotations({
+        jsonSchema: {
+          anyOf: [{ type: "object" }, { type: "string" }],
+          description: "the arguments asked for (a string only where a stored row's text is no JSON object)"
+        }
+      })
       : name === "editedArgs"
       ? Schema.optional(
         argsObject.annotations({
-          jsonSchema: { type: "object", description: "the arguments the approver substituted" }
+          jsonSchema: {
+            anyOf: [{ type: "object" }, { type: "string" }],
+            description:
+              "the arguments the approver substituted (a string only where a stored row's text is no JSON object)"
+          }
         })
       )
       : field
@@ -881,12 +891,15 @@ const jsonStruct = (event: Schema.Struct<Schema.Struct.Fields>) => {
 // every sequenced event type, read off the union (a type added there gets its JSON form here)
 const members = (AuditEvent as unknown as Schema.Union<ReadonlyArray<Schema.Struct<Schema.Struct.Fields>>>).members
 
-const argsText = (value: unknown): string | undefined => value === undefined ? undefined : canonicalJson(value)
+// a string is the stored text itself (see `argsObject`)
+const argsText = (value: unknown): string | undefined =>
+  value === undefined ? undefined : typeof value === "string" ? value : canonicalJson(value)
 
-/** Canonical argument text back to its object; text that is not JSON (a row edited by hand) stays text. */
+/** Canonical argument text back to its object; text that is no JSON object (a row edited by hand) stays text. */
 const argsValue = (text: string): unknown => {
   try {
-    return JSON.parse(text)
+    const value: unknown = JSON.parse(text)
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value : text
   } catch {
     return text
   }

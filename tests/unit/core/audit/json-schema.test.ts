@@ -122,7 +122,8 @@ describe("the audit event's JSON Schema", () => {
     expect(validate(JSON.parse(JSON.stringify(event)))).toBe(true)
     for (
       const bad of [
-        { ...event, args: "{}" },
+        { ...event, args: 1 },
+        { ...event, args: [1] },
         { ...event, time: "yesterday" },
         { ...event, outcome: "approved" },
         { ...event, type: "approval.resolved" },
