@@ -4,6 +4,7 @@
  * fields that have no effect, and deny conditions on arguments that are easy to step around. Every "shadowed" report is certain; some shadowing (through
  * patterns the inclusion test cannot prove) goes unreported.
  */
+import type { LintWarning } from "../Policy.js"
 import { canonicalJson } from "./canonical.js"
 import { asMatcher, missing, resolve, splitPath, valueTest } from "./evaluator.js"
 import * as Glob from "./glob.js"
@@ -22,14 +23,7 @@ export interface LintRule {
 }
 
 /** What a warning is about; `unknownTool` and `unknownArgument` need the tools (`policyTools`). */
-export type Kind =
-  | "shadowed"
-  | "neverMatches"
-  | "noEffect"
-  | "easyToBypass"
-  | "unsupportedGlob"
-  | "unknownTool"
-  | "unknownArgument"
+export type Kind = LintWarning["kind"]
 
 export interface Warning {
   readonly ruleId: string
