@@ -4,15 +4,16 @@
  * `TOOLGATE_WRITE_SCHEMA=1` and this test), compiled by Ajv as JSON Schema 2020-12 in strict mode,
  * and every event type a gate's run emits validates against it in its JSON form.
  */
-import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, AuditEvent, PauseSignal, ToolCall, ToolGate } from "@tool-gate/core"
 import addFormats from "ajv-formats"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { expect, test } from "bun:test"
-import { Deferred, Effect, JSONSchema, Layer, Stream, TestClock } from "effect"
+import { Effect, JSONSchema, TestClock } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { describe, it } from "../../../support/effectTest.js"
+import { makeEveryEventGate } from "../everyEventGate.js"
 
 const file = fileURLToPath(new URL("../../../../packages/core/audit-event.schema.json", import.meta.url))
 const generated = `${
@@ -48,17 +49,7 @@ describe("the audit event's JSON Schema", () => {
     expect(manifest.files).toContain("audit-event.schema.json")
   })
 
-  const policy = Policy.unsafeMake({ requireApproval: ["bash", "rm"], ttlMs: 120_000 })
-  const shadowPolicy = Policy.unsafeMake({ deny: ["ls", "rm"], requireApproval: ["bash"] })
-  // a reload the run releases at its end, for the `policy.loaded` event
-  const reloaded = Policy.unsafeMake({ requireApproval: ["bash"] })
-  const release = Effect.runSync(Deferred.make<void>())
-  const reload = Stream.fromEffect(
-    Effect.as(Deferred.await(release), Policy.Reload.Loaded({ policy: reloaded, source: "policy.yaml" }))
-  )
-  const Gate = ToolGate.layer({ policy, shadowPolicy, sweepInterval: "1 second", reload }).pipe(
-    Layer.provideMerge(ApprovalStore.layerMemory)
-  )
+  const { Gate, loadReloaded } = makeEveryEventGate()
 
   it.scoped("every event type of a run validates in its JSON form (Ajv, JSON Schema 2020-12, strict)", () =>
     Effect.gen(function*() {
@@ -87,8 +78,7 @@ describe("the audit event's JSON Schema", () => {
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), false, { grantedBy: "ops" })
       yield* gate.clearApprovals(ToolCall.SessionKey.make("s1"), "ops")
       yield* gate.clearApprovals(undefined, "ops")
-      yield* Deferred.succeed(release, undefined)
-      yield* Effect.yieldNow().pipe(Effect.repeat({ until: () => gate.policy.version === reloaded.version }))
+      yield* loadReloaded
 
       const events = yield* store.events()
       expect(new Set(events.map((e) => e.type))).toEqual(new Set(AuditEvent.EventType.literals))

@@ -1,21 +1,12 @@
-import { ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, AuditEvent, PauseSignal, ToolCall, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Deferred, Effect, Layer, Schema, Stream, TestClock } from "effect"
+import { Effect, Schema, TestClock } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
+import { makeEveryEventGate, policy, reloaded } from "../everyEventGate.js"
 
 // One gate session that emits every event type; each event the gate built with its constructor
 // must be one the audit schema accepts and carry what its type promises, through JSON and back.
-const policy = Policy.unsafeMake({ requireApproval: ["bash", "rm"], ttlMs: 120_000 })
-const shadowPolicy = Policy.unsafeMake({ deny: ["ls", "rm"], requireApproval: ["bash"] })
-// a reload the test releases at its end, for the `policy.loaded` event
-const reloaded = Policy.unsafeMake({ requireApproval: ["bash"] })
-const release = Effect.runSync(Deferred.make<void>())
-const reload = Stream.fromEffect(
-  Effect.as(Deferred.await(release), Policy.Reload.Loaded({ policy: reloaded, source: "policy.yaml" }))
-)
-const Gate = ToolGate.layer({ policy, shadowPolicy, sweepInterval: "1 second", reload }).pipe(
-  Layer.provideMerge(ApprovalStore.layerMemory)
-)
+const { Gate, loadReloaded } = makeEveryEventGate()
 
 const viaJson = (event: AuditEvent.AuditEvent) =>
   Schema.decodeUnknownSync(AuditEvent.AuditEvent)(
@@ -44,8 +35,7 @@ describe("audit events built by their constructors", () => {
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), true, { grantedBy: "ops" })
       yield* gate.recordApproval("deploy", ToolCall.SessionKey.make("s1"), false, { grantedBy: "ops" })
       yield* gate.clearApprovals(ToolCall.SessionKey.make("s1"), "ops")
-      yield* Deferred.succeed(release, undefined)
-      yield* Effect.yieldNow().pipe(Effect.repeat({ until: () => gate.policy.version === reloaded.version }))
+      yield* loadReloaded
 
       const events = yield* store.events()
       expect(new Set(events.map((e) => e.type))).toEqual(new Set(AuditEvent.EventType.literals))
