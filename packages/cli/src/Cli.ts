@@ -30,6 +30,7 @@ import { approvals } from "./internal/command/approvals.js"
 import { audit } from "./internal/command/audit.js"
 import { auditVerify } from "./internal/command/auditVerify.js"
 import { demo } from "./internal/command/demo.js"
+import { mcp } from "./internal/command/mcp.js"
 import { policy } from "./internal/command/policy.js"
 import { approve, deny, extend, pending } from "./internal/command/requests.js"
 import { serve } from "./internal/command/serve.js"
@@ -77,6 +78,7 @@ const toolgate = Command.make(
     approvals,
     audit.pipe(Command.withSubcommands([auditVerify])),
     policy,
+    mcp,
     demo
   ]),
   // every command prints through the output boundary (internal/terminal.ts)

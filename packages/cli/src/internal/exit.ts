@@ -5,6 +5,7 @@
 import { ValidationError } from "@effect/cli"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import type { ToolGateError } from "@tool-gate/core"
+import type { McpGateway } from "@tool-gate/mcp"
 import type { Auth } from "@tool-gate/server"
 import { Cause, Console, Effect, Exit, Option, Predicate } from "effect"
 import type { BackendError } from "../Backend.js"
@@ -37,8 +38,9 @@ export const ExitCode = {
   /** the token may not do this: the auditor role answering (HTTP 403) */
   forbidden: 7,
   /**
-   * the database or the server could not be used, the server answered with a redirect, or
-   * `serve` could not listen on its address (a port in use: `EADDRINUSE`)
+   * the database or the server could not be used, the server answered with a redirect, `serve` or
+   * `mcp --http` could not listen on its address (a port in use: `EADDRINUSE`), or `mcp` could not
+   * reach its downstream server or lost it
    */
   unavailable: 8,
   /** `approve --args`: the policy denied the edited arguments, so the request is denied, not approved */
@@ -48,7 +50,14 @@ export const ExitCode = {
 } as const
 
 /** Every error a command fails with: the gate's, the backends', the token file's and the server's start. */
-type CommandError = ToolGateError.ToolGateError | BackendError | Auth.TokensInvalid | ServeError | CannotListen
+type CommandError =
+  | ToolGateError.ToolGateError
+  | BackendError
+  | Auth.TokensInvalid
+  | ServeError
+  | CannotListen
+  | McpGateway.DownstreamUnavailable
+  | McpGateway.DownstreamClosed
 
 // One entry per error: a new error in any of those unions is a compile error here until it gets
 // its code. Errors a command never meets (the agent side's) would be a bug there.
@@ -71,6 +80,8 @@ const codes: { readonly [Tag in CommandError["_tag"]]: number } = {
   ServerRedirected: ExitCode.unavailable,
   ServeError: ExitCode.unavailable,
   CannotListen: ExitCode.unavailable,
+  DownstreamUnavailable: ExitCode.unavailable,
+  DownstreamClosed: ExitCode.unavailable,
   ToolDenied: ExitCode.internal,
   RequestPending: ExitCode.internal,
   CallAlreadyExecuted: ExitCode.internal,

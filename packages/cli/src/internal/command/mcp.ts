@@ -1,0 +1,155 @@
+/**
+ * `toolgate mcp`: the MCP gateway (`@tool-gate/mcp`) in front of a downstream MCP server, on the
+ * SQLite file or a PostgreSQL database. Over stdio, stdout carries MCP messages alone: everything
+ * this command says goes to stderr.
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { Policy } from "@tool-gate/core"
+import type { McpGateway as Gateway } from "@tool-gate/mcp"
+import { Config, Console, Effect, Either, Logger, Option } from "effect"
+import { InvalidInput } from "../errors.js"
+import { db, invalid } from "../options.js"
+
+const port = (text: string) => {
+  const value = Number(text)
+  return Number.isInteger(value) && value >= 0 && value <= 65535
+    ? Either.right(value)
+    : Either.left(invalid(`--http must be a port from 0 to 65535, got "${text}"`))
+}
+
+/** `toolgate mcp` */
+export const mcp = Command.make(
+  "mcp",
+  {
+    policy: Options.text("policy").pipe(
+      Options.withPseudoName("FILE"),
+      Options.withDescription("the policy file, .yaml or .json (env TOOLGATE_POLICY); required"),
+      Options.withFallbackConfig(Config.string("TOOLGATE_POLICY"))
+    ),
+    db,
+    url: Options.redacted("url").pipe(
+      Options.withPseudoName("POSTGRES_URL"),
+      Options.withDescription("a PostgreSQL database instead of --db (env TOOLGATE_DATABASE_URL)"),
+      Options.withFallbackConfig(Config.redacted("TOOLGATE_DATABASE_URL")),
+      Options.optional
+    ),
+    http: Options.text("http").pipe(
+      Options.withPseudoName("PORT"),
+      Options.withDescription("serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (0 picks a free port)"),
+      Options.mapEffect(port),
+      Options.optional
+    ),
+    host: Options.text("host").pipe(
+      Options.withPseudoName("HOST"),
+      Options.withDescription("with --http: the address to bind; the default is reachable from this machine only"),
+      Options.withDefault("127.0.0.1")
+    ),
+    downstream: Options.text("downstream").pipe(
+      Options.withPseudoName("URL"),
+      Options.withDescription("the downstream server's Streamable HTTP URL, instead of a command after --"),
+      Options.optional
+    ),
+    session: Options.text("session").pipe(
+      Options.withPseudoName("KEY"),
+      Options.withDescription(
+        "stdio: the tool-gate session key (default: a new one per start); give one to keep a session, and replay " +
+          "retried calls, across restarts"
+      ),
+      Options.optional
+    ),
+    name: Options.text("name").pipe(
+      Options.withPseudoName("SERVER"),
+      Options.withDescription("judge the tools as mcp__SERVER__TOOL (Claude Code's naming) instead of TOOL"),
+      Options.mapEffect((name) =>
+        /^[A-Za-z0-9_-]{1,64}$/.test(name)
+          ? Either.right(name)
+          : Either.left(invalid(`--name must be 1 to 64 letters, digits, _ or -, got "${name}"`))
+      ),
+      Options.optional
+    ),
+    ask: Options.choice("ask", ["operators", "client", "both"]).pipe(
+      Options.withDescription(
+        "who answers approvals: operators (console, CLI, HTTP), client (the client's user, by MCP elicitation) or both"
+      ),
+      Options.withDefault("operators" as const)
+    ),
+    command: Args.text({ name: "command" }).pipe(
+      Args.withDescription("after --: the command that starts the downstream MCP server (stdio)"),
+      Args.repeated
+    )
+  },
+  (config) =>
+    Effect.gen(function*() {
+      const [{ McpGateway }] = yield* Effect.promise(() => Promise.all([import("@tool-gate/mcp")]))
+      const downstream = yield* Option.match(config.downstream, {
+        onSome: (url) =>
+          config.command.length > 0
+            ? Effect.fail(new InvalidInput({ message: "give either --downstream URL or a command after --, not both" }))
+            : Effect.succeed<Gateway.Downstream>({ _tag: "Url", url }),
+        onNone: () =>
+          config.command.length === 0
+            ? Effect.fail(
+              new InvalidInput({
+                message:
+                  "no downstream server: give its command after -- (toolgate mcp --policy P -- npx server) or --downstream URL"
+              })
+            )
+            : Effect.succeed<Gateway.Downstream>({
+              _tag: "Command",
+              command: config.command[0]!,
+              args: config.command.slice(1)
+            })
+      })
+      const policy = yield* Policy.load(config.policy)
+      const store = yield* Option.match(config.url, {
+        onNone: () =>
+          Effect.map(
+            Effect.promise(() => import("@tool-gate/sqlite")),
+            ({ ToolGateSqlite }) => ({ layer: ToolGateSqlite.layer({ filename: config.db, policy }), where: config.db })
+          ),
+        onSome: (url) =>
+          Effect.map(
+            Effect.promise(() => import("@tool-gate/pg")),
+            ({ ToolGatePg }) => ({ layer: ToolGatePg.layer({ url, policy }), where: "PostgreSQL" })
+          )
+      })
+      const options = {
+        downstream,
+        ask: config.ask,
+        serverName: Option.getOrUndefined(config.name)
+      }
+      const target = downstream._tag === "Url" ? downstream.url : [downstream.command, ...downstream.args].join(" ")
+
+      const serve = Effect.gen(function*() {
+        yield* Option.match(config.http, {
+          onNone: () =>
+            Effect.gen(function*() {
+              const sessionKey = Option.getOrUndefined(config.session)
+              yield* Console.error(
+                `toolgate mcp: gating ${target} on ${store.where}${
+                  sessionKey === undefined ? "" : `, session ${sessionKey}`
+                }`
+              )
+              yield* McpGateway.serveStdio({ ...options, sessionKey })
+            }),
+          onSome: (port) =>
+            Effect.gen(function*() {
+              const served = yield* McpGateway.serveHttp({ ...options, port, host: config.host })
+              yield* Console.error(`toolgate mcp: serving ${served.url}, gating ${target} on ${store.where}`)
+              return yield* served.closed
+            })
+        })
+      })
+      yield* Effect.scoped(serve).pipe(
+        Effect.provide(store.layer),
+        // stdout is the MCP channel: the gate's own log lines go to stderr
+        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false })))
+      )
+    })
+).pipe(
+  Command.withDescription(
+    "Put tool-gate in front of an MCP server: toolgate mcp --policy FILE [--db FILE | --url POSTGRES_URL] " +
+      "[--http PORT] -- COMMAND [ARGS...] (or --downstream URL); exits 8 when the store or the downstream server " +
+      "cannot be reached"
+  )
+)
