@@ -162,15 +162,19 @@ export const httpClient = async (
   return { client, transport, close: () => client.close() }
 }
 
-/** Calls a tool, with progress notifications resetting the client's timeout (as the README advises). */
+/**
+ * Calls a tool, with progress notifications resetting the client's timeout (as the README
+ * advises); `timeoutMs` (default 30 s) is how long the client waits without a word.
+ */
 export const call = (
   client: Client,
   name: string,
   args: Record<string, unknown>,
-  onProgress?: (message: string | undefined) => void
+  onProgress?: (message: string | undefined) => void,
+  timeoutMs = 30_000
 ): Promise<CallToolResult> =>
   client.callTool({ name, arguments: args }, undefined, {
-    timeout: 30_000,
+    timeout: timeoutMs,
     resetTimeoutOnProgress: true,
     onprogress: (progress) => onProgress?.(progress.message)
   }) as Promise<CallToolResult>
