@@ -145,18 +145,6 @@ const problemsOf = (settings: unknown): Array<Problem> => {
   })
 }
 
-/** Drops a matcher that repeats an earlier one of its list (ids and reasons aside). */
-const dedupe = (matchers: Array<Policy.Matcher>): Array<Policy.Matcher> => {
-  const seen = new Set<string>()
-  return matchers.filter((matcher) => {
-    const { id: _, reason: __, ...rest } = typeof matcher === "string" ? { tool: matcher } : matcher
-    const key = JSON.stringify(Object.keys(rest).length === 1 ? rest.tool.toLowerCase() : rest)
-    if (seen.has(key)) return false
-    seen.add(key)
-    return true
-  })
-}
-
 const build = (settings: Record<string, unknown>, options: Options): Imported => {
   const permissions = settings.permissions as Record<string, unknown>
   const warnings: Array<Warning> = []
@@ -207,9 +195,9 @@ const build = (settings: Record<string, unknown>, options: Options): Imported =>
   return {
     policy: {
       default: verdict,
-      deny: dedupe(out.deny),
-      requireApproval: dedupe([...out.requireApproval, ...ClaudeRules.guards([...guarded.values()])]),
-      allow: dedupe(out.allow)
+      deny: out.deny,
+      requireApproval: [...out.requireApproval, ...ClaudeRules.guards([...guarded.values()])],
+      allow: out.allow
     },
     warnings
   }
