@@ -29,6 +29,8 @@ export * as PauseSignal from "./PauseSignal.js"
 /** @since 0.1.0 */
 export * as Policy from "./Policy.js"
 /** @since 0.1.0 */
+export * as PolicyImport from "./PolicyImport.js"
+/** @since 0.1.0 */
 export * as SessionApproval from "./SessionApproval.js"
 /** @since 0.1.0 */
 export * as SqlApprovalStore from "./SqlApprovalStore.js"

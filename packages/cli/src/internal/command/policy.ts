@@ -2,11 +2,13 @@
  * `toolgate policy`: `check` a policy file (every problem and warning with its line and column;
  * with `--tools`, rules and argument paths no tool has), `eval` one call (the decision, the rule,
  * why), `test` a table of calls with their expected outcomes, and `diff` two policies over
- * recorded calls.
+ * recorded calls, and `import` the permission rules of a Claude Code settings file.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Policy } from "@tool-gate/core"
+import { FileSystem, Path } from "@effect/platform"
+import { Policy, PolicyImport } from "@tool-gate/core"
 import { Console, Effect, Either, Option, ParseResult, Schema } from "effect"
+import { homedir } from "node:os"
 import { Failed, InvalidInput } from "../errors.js"
 import { ExitCode } from "../exit.js"
 import { duration } from "../format.js"
@@ -276,8 +278,81 @@ const diff = Command.make(
   )
 )
 
+// import -----------------------------------------------------------------------------------------
+
+const from = Options.choice("from", ["claude"]).pipe(
+  Options.withDescription("the settings' kind: claude (a Claude Code settings.json's permissions)")
+)
+
+const importFormat = Options.choice("format", ["yaml", "json"]).pipe(
+  Options.withDescription("the policy's format (default: json for an --out FILE ending in .json, else yaml)"),
+  Options.optional
+)
+
+const out = Options.text("out").pipe(
+  Options.withPseudoName("FILE"),
+  Options.withDescription("write the policy to FILE instead of stdout"),
+  Options.optional
+)
+
+const projectRoot = Options.directory("root").pipe(
+  Options.withDescription(
+    "the project folder that /path and ./path rules are relative to (default: the folder holding .claude/ " +
+      "when the file is in one, else the file's folder)"
+  ),
+  Options.optional
+)
+
+/** `permissions.allow[3] "Read(./src/**)"`, or the setting's path. */
+const warningLine = (file: string, warning: PolicyImport.Warning) =>
+  `${file}: ${warning.path}${
+    warning.rule === undefined ? "" : ` ${JSON.stringify(warning.rule)}`
+  }: warning: ${warning.message}`
+
+const importSettings = Command.make(
+  "import",
+  { from, format: importFormat, out, root: projectRoot, file: policyFile("file", "the settings file (JSON)") },
+  (options) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const { file } = options
+      const text = yield* fs.readFileString(file).pipe(
+        Effect.mapError((error) => new InvalidInput({ message: `${file}: cannot read the file: ${error.message}` }))
+      )
+      const folder = path.dirname(path.resolve(file))
+      const root = Option.match(options.root, {
+        onNone: () => path.basename(folder) === ".claude" ? path.dirname(folder) : folder,
+        onSome: (root) => path.resolve(root)
+      })
+      const imported = yield* PolicyImport.fromClaudeSettingsText(text, {
+        projectRoot: root,
+        home: homedir(),
+        source: file
+      }).pipe(Effect.mapError((error) => new InvalidInput({ message: error.message })))
+      const format = Option.getOrElse(
+        options.format,
+        () => Option.exists(options.out, (out) => /\.json$/i.test(out)) ? "json" as const : "yaml" as const
+      )
+      const policy = PolicyImport.toText(imported.policy, format)
+      for (const warning of imported.warnings) yield* Console.error(warningLine(file, warning))
+      yield* Option.match(options.out, {
+        onNone: () => printLines(policy.trimEnd().split("\n")),
+        onSome: (out) =>
+          fs.writeFileString(out, policy).pipe(
+            Effect.mapError((error) => new InvalidInput({ message: `${out}: cannot write the file: ${error.message}` }))
+          )
+      })
+    })
+).pipe(
+  Command.withDescription(
+    "Turn a Claude Code settings file's permissions (allow, ask, deny) into a policy; a warning on stderr for " +
+      "every rule the policy cannot say exactly (an allow is then narrower, a deny or ask broader)"
+  )
+)
+
 /** `toolgate policy` */
 export const policy = Command.make("policy").pipe(
-  Command.withDescription("Policy files: check, evaluate, test and compare them"),
-  Command.withSubcommands([check, evaluate, test, diff])
+  Command.withDescription("Policy files: check, evaluate, test and compare them, or import them from Claude Code"),
+  Command.withSubcommands([check, evaluate, test, diff, importSettings])
 )
