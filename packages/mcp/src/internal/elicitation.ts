@@ -10,7 +10,10 @@ import { escapeCode, hidden } from "@tool-gate/server/console/hiddenCharacters"
 import { Effect } from "effect"
 
 /** Sends an elicitation request to the client, tied to the call it is about. */
-export type Elicit = (params: ElicitRequestFormParams, options: { readonly timeoutMs: number }) => Promise<ElicitResult>
+export type Elicit = (
+  params: ElicitRequestFormParams,
+  options: { readonly timeoutMs: number; readonly signal: AbortSignal }
+) => Promise<ElicitResult>
 
 const decisions = ["approve_once", "approve_session", "deny"] as const
 
@@ -56,10 +59,11 @@ export const ask = (
   const { agentId, call, gate, pause } = options
   const respondedBy = `mcp-client:${agentId ?? "unknown"}`
   const requestId = pause.requestId as ApprovalRequest.RequestId
-  return Effect.tryPromise(() =>
+  // answered elsewhere first: the interruption cancels the question in the client
+  return Effect.tryPromise((signal) =>
     elicit(
       { mode: "form", message: messageOf(pause, call), requestedSchema },
-      { timeoutMs: Math.max(1, pause.expiresAt - Date.now()) }
+      { timeoutMs: Math.max(1, pause.expiresAt - Date.now()), signal }
     )
   ).pipe(
     Effect.flatMap((result) => {

@@ -65,8 +65,11 @@ export const make = (
         _meta: extra._meta,
         sendNotification: (notification) => extra.sendNotification(notification),
         // sent as part of the call, so over HTTP it travels on the call's own stream
-        elicit: (params, { timeoutMs }) =>
-          extra.sendRequest({ method: "elicitation/create", params }, ElicitResultSchema, { timeout: timeoutMs })
+        elicit: (params, { signal, timeoutMs }) =>
+          extra.sendRequest({ method: "elicitation/create", params }, ElicitResultSchema, {
+            timeout: timeoutMs,
+            signal
+          })
       }),
       extra.signal
     ))
