@@ -4,14 +4,18 @@
  * value that was validated (no defaults filled in, no coercion, nothing removed).
  *
  * The dialect follows `$schema`: none means JSON Schema 2020-12 (MCP's default), draft-07 and
- * draft-06 go to Ajv's draft-07 class, 2019-09 to its own. A schema that does not compile, or names
- * a dialect Ajv has no class for, makes its tool refuse every call: what cannot be validated is not
- * forwarded.
+ * draft-06 go to Ajv's draft-07 class, 2019-09 to its own. A schema's `pattern`s run on RE2
+ * (re2js), in time linear in the argument: the model chooses the text, and a backtracking pattern
+ * of a server's schema must not let it stall the gateway. A schema that does not compile (a
+ * pattern RE2 cannot run, such as a lookahead, included), or names a dialect Ajv has no class for,
+ * makes its tool refuse every call: what cannot be validated is not forwarded.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import addFormats from "ajv-formats"
 import { Ajv2019 } from "ajv/dist/2019.js"
 import { Ajv2020 } from "ajv/dist/2020.js"
+import type { RegExpEngine } from "ajv/dist/types/index.js"
+import { RE2JS } from "re2js"
 
 /** What a tool's schema gives a call's arguments. */
 export type Check =
@@ -31,6 +35,16 @@ const dialects: ReadonlyArray<readonly [RegExp, AjvClass]> = [
   [/^https?:\/\/json-schema\.org\/draft-0[67]\/schema#?$/, Ajv]
 ]
 
+/** Ajv's hook for compiling `pattern` and `patternProperties`: RE2, which never backtracks. */
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    const compiled = RE2JS.compile(pattern)
+    // Ajv keeps one compiled pattern per toString()
+    return { test: (text: string) => compiled.test(text), toString: () => `RE2JS(${JSON.stringify(pattern)})` }
+  },
+  { code: "RE2JS.compile" }
+)
+
 // One instance per dialect, options chosen so that validation never changes the value it checks.
 const instances = new Map<AjvClass, InstanceType<AjvClass>>()
 const instanceOf = (Class: AjvClass) => {
@@ -44,7 +58,8 @@ const instanceOf = (Class: AjvClass) => {
       removeAdditional: false,
       validateFormats: true,
       // schemas of different servers may reuse ids: each compiles on its own
-      addUsedSchema: false
+      addUsedSchema: false,
+      code: { regExp: linearRegExp }
     })
     addFormats.default(instance)
     instances.set(Class, instance)
