@@ -36,7 +36,13 @@ describe("toolgate mcp over stdio", () => {
     f = folder()
     const { client } = await connect()
     const { tools } = await client.listTools()
-    expect(tools.map((tool) => tool.name).sort()).toEqual(["count", "delete_file", "read_file", "write_file"])
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      "count",
+      "delete_file",
+      "enable_shout",
+      "read_file",
+      "write_file"
+    ])
     const write = tools.find((tool) => tool.name === "write_file")!
     expect(write.inputSchema.properties).toHaveProperty("content")
     expect(write.inputSchema.required).toEqual(["path", "content"])

@@ -61,6 +61,20 @@ const makeServer = () => {
     }
     return { content: [{ type: "text", text: `counted to ${n}` }], structuredContent: { counted: n } }
   })
+  server.registerTool("enable_shout", {
+    description: "Adds the shout tool (the server's tool list changes)",
+    inputSchema: {}
+  }, () => {
+    logCall("enable_shout", {})
+    server.registerTool("shout", {
+      description: "Says the text louder",
+      inputSchema: { text: z.string().max(20) }
+    }, ({ text: said }) => {
+      logCall("shout", { text: said })
+      return text(said.toUpperCase())
+    })
+    return text("shout is listed now")
+  })
   return server
 }
 
