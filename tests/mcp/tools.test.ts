@@ -90,6 +90,30 @@ requireApproval: [shout]
     expect(f.ran().map((entry) => entry.name)).toEqual(["read_file"])
   })
 
+  test("the downstream server gone: the gateway ends, saying why, and its client sees the connection close", async () => {
+    f = folder(`
+default: deny
+allow: [stop_server]
+`)
+    const connected = await connect()
+    let closed = false
+    connected.client.onclose = () => void (closed = true)
+    const exited = new Promise<number | null>((resolve) => {
+      const check = setInterval(() => {
+        try {
+          process.kill(connected.pid!, 0)
+        } catch {
+          clearInterval(check)
+          resolve(null)
+        }
+      }, 50)
+    })
+    await call(connected.client, "stop_server", {}).catch(() => undefined)
+    await exited
+    expect(closed).toBe(true)
+    expect(connected.stderr()).toContain("closed the connection")
+  })
+
   test("rules naming tools or arguments the server does not have are warned about at start (on stderr)", async () => {
     f = folder(`
 default: deny

@@ -61,6 +61,14 @@ const makeServer = () => {
     }
     return { content: [{ type: "text", text: `counted to ${n}` }], structuredContent: { counted: n } }
   })
+  server.registerTool("stop_server", {
+    description: "Ends this server's process (its client sees it go)",
+    inputSchema: {}
+  }, () => {
+    logCall("stop_server", {})
+    setTimeout(() => process.exit(0), 10)
+    return text("stopping")
+  })
   server.registerTool("enable_shout", {
     description: "Adds the shout tool (the server's tool list changes)",
     inputSchema: {}
