@@ -99,6 +99,12 @@ describe("toolgate mcp over Streamable HTTP", () => {
     await operator(f, ["deny", asked.requestId])
     expect((await other).isError).toBe(true)
     expect(writes("shared.txt")).toHaveLength(2)
+    // the session key an auditor reads does not give away the id that acts in the session
+    for (const [session, key] of [[a, request.toolCall.sessionKey], [b, asked.toolCall.sessionKey]] as const) {
+      const secret = session.transport.sessionId!.split(".")[0]!
+      expect(secret).toMatch(/^[0-9a-f-]{36}$/)
+      expect(key).not.toContain(secret)
+    }
   })
 
   test("killed while a call waits: listed and answerable meanwhile; restarted, the client's session goes on and its retry replays the answer once", async () => {

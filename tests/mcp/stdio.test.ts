@@ -41,6 +41,7 @@ describe("toolgate mcp over stdio", () => {
       "delete_file",
       "enable_shout",
       "read_file",
+      "stop_server",
       "write_file"
     ])
     const write = tools.find((tool) => tool.name === "write_file")!

@@ -1,18 +1,20 @@
 /**
- * Streamable HTTP sessions that outlive the gateway process. A session id is a random UUID (the
- * tool-gate session is `mcp-UUID`) followed by what the client said when it initialized (its name,
+ * Streamable HTTP sessions that outlive the gateway process. A session id is a random UUID
+ * followed by what the client said when it initialized (its name,
  * version and whether it can elicit), so a gateway started again can take a request of a session
  * it never saw: it rebuilds the session from its id, and a call the client retries there gets the
  * same tool-gate session and the same call id, so it replays the answer given meanwhile.
  *
  * Knowing a session id is what lets a client act in that session, as with any MCP server: the UUID
- * is 122 random bits. What follows it is the client's own claim about itself, trusted no more
- * than the `clientInfo` it sends when initializing.
+ * is 122 random bits, and the tool-gate session key is a digest of it, so that nobody who reads
+ * session keys (an auditor, the console) learns an id to act with. What follows the UUID is the
+ * client's own claim about itself, trusted no more than the `clientInfo` it sends when
+ * initializing.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import type * as Calls from "./calls.js"
 import * as Sessions from "./sessions.js"
 
@@ -44,6 +46,9 @@ const parse = (id: string): { readonly uuid: string; readonly claimed: Claimed }
   }
   return undefined
 }
+
+/** The tool-gate session of an MCP session: a digest of its secret part, never the part itself. */
+const sessionKeyOf = (uuid: string) => `mcp-${createHash("sha256").update(uuid).digest("hex").slice(0, 32)}`
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -84,7 +89,7 @@ export const make = (gateway: Calls.Gateway) => {
       onsessionclosed: (id) => void entries.delete(id)
     })
     if (sessionId !== undefined) uuid = parse(sessionId)!.uuid
-    const { server } = Sessions.make(gateway, { sessionKey: `mcp-${uuid}` })
+    const { server } = Sessions.make(gateway, { sessionKey: sessionKeyOf(uuid) })
     const entry: Entry = { transport, server }
     transport.onclose = () => {
       if (transport.sessionId !== undefined) entries.delete(transport.sessionId)
