@@ -36,8 +36,11 @@ const gateway = async (port: number, extra: ReadonlyArray<string> = []) => {
   return started
 }
 
-const client = async (url: string, name?: string) => {
-  const connected = await httpClient(url, name === undefined ? {} : { name })
+const client = async (url: string, name?: string, token?: string) => {
+  const connected = await httpClient(url, {
+    ...(name === undefined ? {} : { name }),
+    ...(token === undefined ? {} : { token })
+  })
   closing.push(connected.close)
   return connected
 }
@@ -158,6 +161,57 @@ describe("toolgate mcp over Streamable HTTP", () => {
       })
     })
     expect(foreign.status).toBe(403)
+  })
+
+  test("--token: a request without the bearer token, or with another, is refused (401); with it, calls go through", async () => {
+    f = folder()
+    const token = "s3cret-token-of-the-gateway"
+    const { url } = await gateway(await freePort(), ["--token", token])
+    const initialize = (authorization?: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...(authorization === undefined ? {} : { authorization })
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } }
+        })
+      })
+    const missing = await initialize()
+    expect(missing.status).toBe(401)
+    expect(missing.headers.get("www-authenticate")).toBe("Bearer")
+    expect((await initialize(`Bearer ${token}x`)).status).toBe(401)
+    expect((await initialize(token)).status).toBe(401)
+    const { client: c } = await client(url, undefined, token)
+    expect(textOf(await call(c, "read_file", { path: "notes.txt" }))).toBe("the notes\n")
+    // a client without it cannot even start a session
+    await expect(httpClient(url)).rejects.toThrow()
+  })
+
+  test("an idle session is closed and comes back with its next request: its session approvals still hold", async () => {
+    f = folder()
+    const started = await gateway(await freePort(), ["--session-idle", "300ms"])
+    const { client: c } = await client(started.url)
+    const args = { path: "idle.txt", content: "x" }
+    const first = call(c, "write_file", args)
+    const [request] = await pendingSoon(f)
+    // a session with a call waiting is not idle, however long it waits
+    await Bun.sleep(900)
+    expect(started.stderr()).not.toContain("idle MCP session")
+    await operator(f, ["approve", request.requestId, "--session"])
+    expect((await first).isError).toBeUndefined()
+    const deadline = Date.now() + 10_000
+    while (!started.stderr().includes("closed 1 idle MCP session") && Date.now() < deadline) await Bun.sleep(50)
+    expect(started.stderr()).toContain("closed 1 idle MCP session")
+    // the same client goes on: restored, same tool-gate session, so its session approval covers this
+    expect((await call(c, "write_file", args)).isError).toBeUndefined()
+    expect(writes("idle.txt")).toHaveLength(2)
+    expect(await pending(f)).toEqual([])
   })
 
   test("a downstream server at a Streamable HTTP URL (--downstream)", async () => {

@@ -34,7 +34,7 @@
 import { getRequestListener } from "@hono/node-server"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { Policy, ToolGate } from "@tool-gate/core"
-import { Deferred, Duration, Effect, Schema } from "effect"
+import { Deferred, Duration, Effect, Redacted, Schedule, Schema } from "effect"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -228,14 +228,22 @@ export const serveStdio = (
  * Serves any number of clients over Streamable HTTP at `http://HOST:PORT/mcp` for the scope
  * (port 0 picks a free one); returns the endpoint's URL. Each `Mcp-Session-Id` is a tool-gate
  * session, and a session outlives a restart of the gateway: a client that goes on with its
- * session id after a restart keeps its session and replays its calls' answers. Requests from a
- * browser page of another origin are refused.
+ * session id after a restart keeps its session and replays its calls' answers (idle sessions are
+ * closed the same way, and come back alike). Requests from a browser page of another origin are
+ * refused; with `token`, requests without it too.
  *
  * @since 0.1.0
  * @category running
  */
 export const serveHttp = (
-  options: Options & { readonly port: number; readonly host?: string | undefined }
+  options: Options & {
+    readonly port: number
+    readonly host?: string | undefined
+    /** when given, every request must carry `Authorization: Bearer TOKEN` (else 401) */
+    readonly token?: Redacted.Redacted | undefined
+    /** a session with no request and no call for this long is closed, and restored when it comes back (default 30 minutes) */
+    readonly idleSessionTimeout?: Duration.DurationInput | undefined
+  }
 ): Effect.Effect<
   { readonly url: string; readonly closed: Effect.Effect<never, DownstreamClosed> },
   DownstreamUnavailable | CannotListen,
@@ -244,8 +252,16 @@ export const serveHttp = (
   Effect.gen(function*() {
     const downstream = yield* connect(options.downstream)
     const gateway = yield* gatewayOf(options, downstream)
-    const sessions = HttpSessions.make(gateway)
+    const sessions = HttpSessions.make(gateway, {
+      token: options.token === undefined ? undefined : Redacted.value(options.token)
+    })
     downstream.onToolsChanged = () => sessions.toolsChanged()
+    const idleMs = Duration.toMillis(options.idleSessionTimeout ?? "30 minutes")
+    yield* Effect.promise(() => sessions.closeIdle(idleMs)).pipe(
+      Effect.tap((closed) => closed > 0 ? Effect.logInfo(`closed ${closed} idle MCP session(s)`) : Effect.void),
+      Effect.repeat(Schedule.spaced(Duration.millis(Math.min(60_000, Math.max(10, idleMs / 2))))),
+      Effect.forkScoped
+    )
     const host = options.host ?? "127.0.0.1"
     const server = createServer(getRequestListener(sessions.handle))
     const address = yield* Effect.acquireRelease(

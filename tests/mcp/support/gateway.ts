@@ -151,12 +151,19 @@ export const httpGateway = async (
   return { ...running, url }
 }
 
-/** An SDK client over Streamable HTTP. */
+/** An SDK client over Streamable HTTP (with `token` as its bearer token). */
 export const httpClient = async (
   url: string,
-  options: { readonly name?: string; readonly capabilities?: ConstructorParameters<typeof Client>[1] } = {}
+  options: {
+    readonly name?: string
+    readonly capabilities?: ConstructorParameters<typeof Client>[1]
+    readonly token?: string
+  } = {}
 ) => {
-  const transport = new StreamableHTTPClientTransport(new URL(url))
+  const transport = new StreamableHTTPClientTransport(
+    new URL(url),
+    options.token === undefined ? undefined : { requestInit: { headers: { authorization: `Bearer ${options.token}` } } }
+  )
   const client = new Client({ name: options.name ?? "test-agent", version: "1.0.0" }, options.capabilities)
   await client.connect(transport)
   return { client, transport, close: () => client.close() }

@@ -14,7 +14,7 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js"
-import { createHash, randomUUID } from "node:crypto"
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
 import type * as Calls from "./calls.js"
 import * as Sessions from "./sessions.js"
 
@@ -67,6 +67,9 @@ const claimedBy = (body: unknown): Claimed => {
 interface Entry {
   readonly transport: WebStandardStreamableHTTPServerTransport
   readonly server: Server
+  /** whether a call of the session is running or waiting */
+  readonly busy: () => boolean
+  lastSeen: number
 }
 
 const jsonRpcError = (status: number, code: number, message: string) =>
@@ -75,8 +78,16 @@ const jsonRpcError = (status: number, code: number, message: string) =>
     headers: { "content-type": "application/json" }
   })
 
-/** The sessions of one gateway and the fetch handler that serves them at `/mcp`. */
-export const make = (gateway: Calls.Gateway) => {
+const sameSecret = (given: string, expected: string) => {
+  const digest = (text: string) => createHash("sha256").update(text).digest()
+  return timingSafeEqual(digest(given), digest(expected))
+}
+
+/**
+ * The sessions of one gateway and the fetch handler that serves them at `/mcp`; with `token`, a
+ * request must carry it as `Authorization: Bearer TOKEN`.
+ */
+export const make = (gateway: Calls.Gateway, options: { readonly token?: string | undefined } = {}) => {
   const entries = new Map<string, Entry>()
   // two requests of one unknown session may come at once: it is restored once
   const restoring = new Map<string, Promise<Entry>>()
@@ -89,8 +100,8 @@ export const make = (gateway: Calls.Gateway) => {
       onsessionclosed: (id) => void entries.delete(id)
     })
     if (sessionId !== undefined) uuid = parse(sessionId)!.uuid
-    const { server } = Sessions.make(gateway, { sessionKey: sessionKeyOf(uuid) })
-    const entry: Entry = { transport, server }
+    const { busy, server } = Sessions.make(gateway, { sessionKey: sessionKeyOf(uuid) })
+    const entry: Entry = { transport, server, busy, lastSeen: Date.now() }
     transport.onclose = () => {
       if (transport.sessionId !== undefined) entries.delete(transport.sessionId)
     }
@@ -139,6 +150,18 @@ export const make = (gateway: Calls.Gateway) => {
     if (origin !== null && origin !== url.origin) {
       return jsonRpcError(403, -32000, `requests from origin ${origin} are not accepted`)
     }
+    if (options.token !== undefined) {
+      const given = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+      if (given === undefined || !sameSecret(given, options.token)) {
+        return new Response(
+          JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Unauthorized" }, id: null }),
+          {
+            status: 401,
+            headers: { "content-type": "application/json", "www-authenticate": "Bearer" }
+          }
+        )
+      }
+    }
     const sessionId = request.headers.get("mcp-session-id")
     if (sessionId === null) {
       if (request.method !== "POST") return jsonRpcError(400, -32000, "Bad Request: no session id")
@@ -160,7 +183,19 @@ export const make = (gateway: Calls.Gateway) => {
       }
       entry = await restored
     }
+    entry.lastSeen = Date.now()
     return entry.transport.handleRequest(request)
+  }
+
+  /**
+   * Closes the sessions no request came for in `idleMs` and with no call running. Nothing is lost:
+   * a request with the id later restores the session (its session approvals are in the store).
+   */
+  const closeIdle = async (idleMs: number): Promise<number> => {
+    const now = Date.now()
+    const idle = Array.from(entries.values()).filter((entry) => !entry.busy() && now - entry.lastSeen > idleMs)
+    await Promise.all(idle.map((entry) => entry.server.close().catch(() => undefined)))
+    return idle.length
   }
 
   const close = async () => {
@@ -172,5 +207,5 @@ export const make = (gateway: Calls.Gateway) => {
     for (const entry of entries.values()) void entry.server.sendToolListChanged().catch(() => undefined)
   }
 
-  return { handle, close, toolsChanged }
+  return { handle, close, closeIdle, toolsChanged }
 }

@@ -44,7 +44,7 @@ const runCall = async <A>(effect: Effect.Effect<A, McpError>, signal: AbortSigna
 export const make = (
   gateway: Calls.Gateway,
   options: { readonly sessionKey: string }
-): { readonly server: Server; readonly session: Calls.Session } => {
+): { readonly server: Server; readonly session: Calls.Session; readonly busy: () => boolean } => {
   const server = new Server(serverInfo, {
     capabilities: { tools: { listChanged: true } },
     instructions: "Every tool call passes tool-gate: a call may be denied, or wait for a person's approval."
@@ -58,8 +58,10 @@ export const make = (
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: Array.from(gateway.downstream.tools().values(), (known) => known.tool)
   }))
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    runCall(
+  let calls = 0
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    calls++
+    return runCall(
       Calls.handle(gateway, session, request.params, {
         signal: extra.signal,
         _meta: extra._meta,
@@ -72,8 +74,9 @@ export const make = (
           })
       }),
       extra.signal
-    ))
-  return { server, session }
+    ).finally(() => void calls--)
+  })
+  return { server, session, busy: () => calls > 0 }
 }
 
 export { McpError }

@@ -6,9 +6,9 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Policy } from "@tool-gate/core"
 import type { McpGateway as Gateway } from "@tool-gate/mcp"
-import { Config, Console, Effect, Either, Logger, Option } from "effect"
+import { Config, Console, Effect, Either, Logger, Option, Redacted } from "effect"
 import { InvalidInput } from "../errors.js"
-import { db, invalid } from "../options.js"
+import { db, duration, invalid } from "../options.js"
 
 const port = (text: string) => {
   const value = Number(text)
@@ -44,6 +44,23 @@ export const mcp = Command.make(
       Options.withDescription("with --http: the address to bind; the default is reachable from this machine only"),
       Options.withDefault("127.0.0.1")
     ),
+    token: Options.redacted("token").pipe(
+      Options.withPseudoName("TOKEN"),
+      Options.withDescription(
+        "with --http: requests must carry Authorization: Bearer TOKEN (env TOOLGATE_MCP_TOKEN); visible ASCII"
+      ),
+      Options.withFallbackConfig(Config.redacted("TOOLGATE_MCP_TOKEN")),
+      Options.mapEffect((token) =>
+        /^[\x21-\x7e]{16,}$/.test(Redacted.value(token))
+          ? Either.right(token)
+          : Either.left(invalid("--token must be at least 16 visible ASCII characters, without spaces (not shown)"))
+      ),
+      Options.optional
+    ),
+    sessionIdle: duration(
+      "session-idle",
+      "with --http: close a session idle this long (it is restored when its client comes back); default 30m"
+    ).pipe(Options.withDefault(30 * 60_000)),
     downstream: Options.text("downstream").pipe(
       Options.withPseudoName("URL"),
       Options.withDescription("the downstream server's Streamable HTTP URL, instead of a command after --"),
@@ -124,6 +141,9 @@ export const mcp = Command.make(
         yield* Option.match(config.http, {
           onNone: () =>
             Effect.gen(function*() {
+              if (Option.isSome(config.token)) {
+                return yield* new InvalidInput({ message: "--token protects the HTTP endpoint: give it with --http" })
+              }
               const sessionKey = Option.getOrUndefined(config.session)
               yield* Console.error(
                 `toolgate mcp: gating ${target} on ${store.where}${
@@ -134,7 +154,18 @@ export const mcp = Command.make(
             }),
           onSome: (port) =>
             Effect.gen(function*() {
-              const served = yield* McpGateway.serveHttp({ ...options, port, host: config.host })
+              if (Option.isSome(config.session)) {
+                return yield* new InvalidInput({
+                  message: "--session names the stdio session; over --http each Mcp-Session-Id is a session"
+                })
+              }
+              const served = yield* McpGateway.serveHttp({
+                ...options,
+                port,
+                host: config.host,
+                token: Option.getOrUndefined(config.token),
+                idleSessionTimeout: config.sessionIdle
+              })
               yield* Console.error(`toolgate mcp: serving ${served.url}, gating ${target} on ${store.where}`)
               return yield* served.closed
             })
