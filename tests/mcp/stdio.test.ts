@@ -4,6 +4,7 @@
  * Operators answer from `toolgate approve` / `deny` in other processes.
  */
 import { afterEach, describe, expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
 import {
   call,
   type Connected,
@@ -12,6 +13,7 @@ import {
   operator,
   pending,
   pendingSoon,
+  policyYaml,
   stdioClient,
   textOf
 } from "./support/gateway.js"
@@ -235,5 +237,18 @@ describe("toolgate mcp over stdio", () => {
     expect(retried.isError).toBe(true)
     expect(textOf(retried)).toContain("decided while you were away")
     expect(f.ran()).toEqual([])
+  })
+
+  test("restarted under a changed policy, an identical call is judged by the new policy, never replayed from the old", async () => {
+    f = folder()
+    const first = await connect({ extra: ["--session", "desk"] })
+    expect(textOf(await call(first.client, "read_file", { path: "notes.txt" }))).toBe("the notes\n")
+    await first.close()
+    writeFileSync(f.policy, policyYaml.replace("allow: [read_file, count]", "allow: [count]"))
+    const second = await connect({ extra: ["--session", "desk"] })
+    const denied = await call(second.client, "read_file", { path: "notes.txt" })
+    expect(denied.isError).toBe(true)
+    expect(textOf(denied)).toContain("policy rule default")
+    expect(f.ran().map((entry) => entry.name)).toEqual(["read_file"])
   })
 })

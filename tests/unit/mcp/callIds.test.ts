@@ -7,11 +7,12 @@ import * as CallIds from "../../../packages/mcp/src/internal/callIds.js"
 import { agentIdOf } from "../../../packages/mcp/src/internal/sessions.js"
 
 describe("MCP call ids", () => {
-  test("the digest names the call: key order and the tool name's case do not change it; arguments do", () => {
-    const key = CallIds.digest("write_file", { path: "a", content: "b" })
-    expect(CallIds.digest("Write_File", { content: "b", path: "a" })).toBe(key)
-    expect(CallIds.digest("write_file", { path: "a", content: "c" })).not.toBe(key)
-    expect(CallIds.digest("read_file", { path: "a", content: "b" })).not.toBe(key)
+  test("the digest names the call: key order and the tool name's case do not change it; arguments and the policy do", () => {
+    const key = CallIds.digest("write_file", { path: "a", content: "b" }, "v1")
+    expect(CallIds.digest("Write_File", { content: "b", path: "a" }, "v1")).toBe(key)
+    expect(CallIds.digest("write_file", { path: "a", content: "c" }, "v1")).not.toBe(key)
+    expect(CallIds.digest("read_file", { path: "a", content: "b" }, "v1")).not.toBe(key)
+    expect(CallIds.digest("write_file", { path: "a", content: "b" }, "v2")).not.toBe(key)
     expect(CallIds.idOf(key, 0)).toBe(`mcp-${key}-0`)
   })
 

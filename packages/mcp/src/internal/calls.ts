@@ -150,7 +150,7 @@ export const handle = (
   if (check._tag === "Invalid") return Effect.succeed(Results.invalidArguments(check.problems))
 
   const name = gateway.judgedName(known.tool.name)
-  const key = CallIds.digest(name, args)
+  const key = CallIds.digest(name, args, gateway.gate.policy.version)
   const progress = progressOf(extra)
   const agentId = session.agentId()
 
