@@ -5,35 +5,19 @@
  */
 import { CancelledNotificationSchema, ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js"
 import { Database } from "bun:sqlite"
-import { afterEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { toolgate } from "../cli/support/cli.js"
-import {
-  call,
-  type Connected,
-  type Folder,
-  folder,
-  operator,
-  pending,
-  pendingSoon,
-  stdioClient,
-  textOf
-} from "./support/gateway.js"
+import { call, type Folder, folder, operator, pending, pendingSoon, stdioGateways, textOf } from "./support/gateway.js"
 
 let f: Folder
-const open: Array<Connected> = []
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)))
-  f?.close()
-})
+const { connect } = stdioGateways(() => f)
 
 /** A client whose user answers every elicitation with `answer` (after `delayMs`), recording the messages. */
 const elicitingClient = async (
   extra: ReadonlyArray<string>,
   answer: () => Promise<ElicitResult> | ElicitResult
 ) => {
-  const connected = await stdioClient(f, { extra, capabilities: { capabilities: { elicitation: {} } } })
-  open.push(connected)
+  const connected = await connect({ extra, capabilities: { capabilities: { elicitation: {} } } })
   const asked: Array<string> = []
   const cancelled: Array<string> = []
   connected.client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -47,8 +31,6 @@ const elicitingClient = async (
   return { ...connected, asked, cancelled }
 }
 
-const writes = (name: string) => f.ran().filter((entry) => entry.name === "write_file" && entry.args.path === name)
-
 describe("answers to calls waiting behind the MCP gateway", () => {
   test("--ask client: the client's user approves in the client; the call runs once and the answer is theirs", async () => {
     f = folder()
@@ -58,7 +40,7 @@ describe("answers to calls waiting behind the MCP gateway", () => {
     }))
     const result = await call(client, "write_file", { path: "asked.txt", content: "yes" })
     expect(result.isError).toBeUndefined()
-    expect(writes("asked.txt")).toHaveLength(1)
+    expect(f.writes("asked.txt")).toHaveLength(1)
     expect(asked).toHaveLength(1)
     expect(asked[0]).toContain("write_file")
     expect(asked[0]).toContain("asked.txt")
@@ -116,13 +98,12 @@ describe("answers to calls waiting behind the MCP gateway", () => {
     expect((await pending(f)).map((r) => r.requestId)).toEqual([request.requestId])
     await operator(f, ["approve", request.requestId])
     expect((await waiting).isError).toBeUndefined()
-    expect(writes("later.txt")).toHaveLength(1)
+    expect(f.writes("later.txt")).toHaveLength(1)
   })
 
   test("an operator's edited arguments run as edited, checked against the tool's schema; an edit the schema refuses never runs", async () => {
     f = folder()
-    const connected = await stdioClient(f)
-    open.push(connected)
+    const connected = await connect()
     const first = call(connected.client, "write_file", { path: "draft.txt", content: "rough" })
     const [request] = await pendingSoon(f)
     await operator(f, [
@@ -150,13 +131,12 @@ describe("answers to calls waiting behind the MCP gateway", () => {
     expect(refused.isError).toBe(true)
     expect(textOf(refused)).toContain("input schema")
     expect(f.read("typed.txt")).toBeUndefined()
-    expect(writes("typed.txt")).toHaveLength(0)
+    expect(f.writes("typed.txt")).toHaveLength(0)
   })
 
   test("a store the gateway cannot write to refuses every call with a clear error; none is forwarded", async () => {
     f = folder()
-    const connected = await stdioClient(f)
-    open.push(connected)
+    const connected = await connect()
     expect(textOf(await call(connected.client, "read_file", { path: "notes.txt" }))).toBe("the notes\n")
     // another process holds the database's write lock past the gateway's busy timeout
     const holder = new Database(f.db)

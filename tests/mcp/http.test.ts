@@ -45,8 +45,6 @@ const client = async (url: string, name?: string, token?: string) => {
   return connected
 }
 
-const writes = (name: string) => f.ran().filter((entry) => entry.name === "write_file" && entry.args.path === name)
-
 describe("toolgate mcp over Streamable HTTP", () => {
   test("allowed, denied by policy, approved by an operator: each as over stdio", async () => {
     f = folder()
@@ -63,7 +61,7 @@ describe("toolgate mcp over Streamable HTTP", () => {
     await operator(f, ["approve", request.requestId])
     expect((await waiting).isError).toBeUndefined()
     expect(f.read("web.txt")).toBe("over http")
-    expect(writes("web.txt")).toHaveLength(1)
+    expect(f.writes("web.txt")).toHaveLength(1)
     expect(progress.some((message) => message?.includes(request.requestId))).toBe(true)
   })
 
@@ -101,7 +99,7 @@ describe("toolgate mcp over Streamable HTTP", () => {
     expect(asked.toolCall.sessionKey).not.toBe(request.toolCall.sessionKey)
     await operator(f, ["deny", asked.requestId])
     expect((await other).isError).toBe(true)
-    expect(writes("shared.txt")).toHaveLength(2)
+    expect(f.writes("shared.txt")).toHaveLength(2)
     // the session key an auditor reads does not give away the id that acts in the session
     for (const [session, key] of [[a, request.toolCall.sessionKey], [b, asked.toolCall.sessionKey]] as const) {
       const secret = session.transport.sessionId!.split(".")[0]!
@@ -129,7 +127,7 @@ describe("toolgate mcp over Streamable HTTP", () => {
     const retried = await call(c, "write_file", args)
     expect(retried.isError).toBeUndefined()
     expect(f.read("kept.txt")).toBe("kept")
-    expect(writes("kept.txt")).toHaveLength(1)
+    expect(f.writes("kept.txt")).toHaveLength(1)
     expect(await pending(f)).toEqual([])
   })
 
@@ -210,7 +208,7 @@ describe("toolgate mcp over Streamable HTTP", () => {
     expect(started.stderr()).toContain("closed 1 idle MCP session")
     // the same client goes on: restored, same tool-gate session, so its session approval covers this
     expect((await call(c, "write_file", args)).isError).toBeUndefined()
-    expect(writes("idle.txt")).toHaveLength(2)
+    expect(f.writes("idle.txt")).toHaveLength(2)
     expect(await pending(f)).toEqual([])
   })
 

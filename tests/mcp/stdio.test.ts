@@ -3,35 +3,22 @@
  * `toolgate mcp` (a real Node process), which starts a real downstream MCP server on a temp folder.
  * Operators answer from `toolgate approve` / `deny` in other processes.
  */
-import { afterEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import {
   call,
-  type Connected,
   type Folder,
   folder,
   operator,
   pending,
   pendingSoon,
   policyYaml,
-  stdioClient,
+  stdioGateways,
   textOf
 } from "./support/gateway.js"
 
 let f: Folder
-const open: Array<Connected> = []
-const connect = async (options?: Parameters<typeof stdioClient>[1]) => {
-  const connected = await stdioClient(f, options)
-  open.push(connected)
-  return connected
-}
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)))
-  f?.close()
-})
-
-const writes = (name: string) => f.ran().filter((entry) => entry.name === "write_file" && entry.args.path === name)
+const { connect } = stdioGateways(() => f)
 
 describe("toolgate mcp over stdio", () => {
   test("lists the downstream tools with their input schemas", async () => {
@@ -105,7 +92,7 @@ describe("toolgate mcp over stdio", () => {
     expect(done.isError).toBeUndefined()
     expect(textOf(done)).toContain("wrote 13 characters")
     expect(f.read("out.txt")).toBe("approved text")
-    expect(writes("out.txt")).toHaveLength(1)
+    expect(f.writes("out.txt")).toHaveLength(1)
     expect(progress.some((message) => message?.includes(request.requestId))).toBe(true)
     // the audit trail holds the request, its answer and the run
     const audit = await operator(f, ["audit", "--json"])
@@ -164,12 +151,12 @@ describe("toolgate mcp over stdio", () => {
       throw new Error("no second request")
     })()
     expect(next.toolCall.id).not.toBe(request.toolCall.id)
-    expect(writes("twice.txt")).toHaveLength(1)
+    expect(f.writes("twice.txt")).toHaveLength(1)
     await operator(f, ["deny", next.requestId, "--reason", "once is enough"])
     const results = await Promise.all([first, second])
     expect(results.filter((r) => r.isError === true).map(textOf)[0]).toContain("once is enough")
     expect(results.filter((r) => r.isError !== true)).toHaveLength(1)
-    expect(writes("twice.txt")).toHaveLength(1)
+    expect(f.writes("twice.txt")).toHaveLength(1)
   })
 
   test("approve for the session covers the client's later identical calls, not a new session", async () => {
@@ -182,7 +169,7 @@ describe("toolgate mcp over stdio", () => {
     expect((await first).isError).toBeUndefined()
     // the same session: runs at once
     expect((await call(a.client, "write_file", args)).isError).toBeUndefined()
-    expect(writes("log.txt")).toHaveLength(2)
+    expect(f.writes("log.txt")).toHaveLength(2)
     // another session asks
     const b = await connect({ extra: ["--session", "desk-b"] })
     const other = call(b.client, "write_file", args)
@@ -190,7 +177,7 @@ describe("toolgate mcp over stdio", () => {
     expect(asked.toolCall.sessionKey).toBe("desk-b")
     await operator(f, ["deny", asked.requestId])
     expect((await other).isError).toBe(true)
-    expect(writes("log.txt")).toHaveLength(2)
+    expect(f.writes("log.txt")).toHaveLength(2)
   })
 
   test("killed while a call waits: the request stays listed and answerable; after a restart the retried call replays the answer, once", async () => {
@@ -212,7 +199,7 @@ describe("toolgate mcp over stdio", () => {
     const retried = await call(second.client, "write_file", args)
     expect(retried.isError).toBeUndefined()
     expect(f.read("after-restart.txt")).toBe("survived")
-    expect(writes("after-restart.txt")).toHaveLength(1)
+    expect(f.writes("after-restart.txt")).toHaveLength(1)
     expect(await pending(f)).toEqual([])
     // the next identical call is a new judgement, not a second run of the approved one
     const again = call(second.client, "write_file", args)
@@ -220,7 +207,7 @@ describe("toolgate mcp over stdio", () => {
     expect(asked.requestId).not.toBe(request.requestId)
     await operator(f, ["deny", asked.requestId])
     expect((await again).isError).toBe(true)
-    expect(writes("after-restart.txt")).toHaveLength(1)
+    expect(f.writes("after-restart.txt")).toHaveLength(1)
   })
 
   test("a denial given while the gateway was down is replayed to the retried call", async () => {

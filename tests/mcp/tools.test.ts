@@ -5,33 +5,14 @@
  * no listed tool has are warned about when the gateway starts.
  */
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
-import { afterEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { toolgate } from "../cli/support/cli.js"
-import {
-  call,
-  type Connected,
-  type Folder,
-  folder,
-  operator,
-  pendingSoon,
-  stdioClient,
-  textOf
-} from "./support/gateway.js"
+import { call, type Folder, folder, operator, pendingSoon, stdioGateways, textOf } from "./support/gateway.js"
 
 let f: Folder
-const open: Array<Connected> = []
-const connect = async (options?: Parameters<typeof stdioClient>[1]) => {
-  const connected = await stdioClient(f, options)
-  open.push(connected)
-  return connected
-}
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)))
-  f?.close()
-})
+const { connect } = stdioGateways(() => f)
 
 describe("the tools the MCP gateway judges", () => {
   test("a tool the server adds while running is announced, listed, checked against its schema and judged", async () => {

@@ -8,6 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { afterEach } from "bun:test"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -50,6 +51,8 @@ export interface Folder {
   /** every call the downstream server ran, in order */
   readonly ran: () => ReadonlyArray<{ readonly name: string; readonly args: Record<string, unknown> }>
   readonly read: (name: string) => string | undefined
+  /** the `write_file` calls of `name` the server ran */
+  readonly writes: (name: string) => ReadonlyArray<{ readonly name: string; readonly args: Record<string, unknown> }>
   readonly close: () => void
 }
 
@@ -60,15 +63,17 @@ export const folder = (policy = policyYaml): Folder => {
   writeFileSync(join(files, "notes.txt"), "the notes\n")
   writeFileSync(join(dir, "policy.yaml"), policy)
   const log = join(files, ".calls.log")
+  const ran = () =>
+    existsSync(log)
+      ? readFileSync(log, "utf8").trim().split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+      : []
   return {
     dir,
     files,
     db: join(dir, "toolgate.db"),
     policy: join(dir, "policy.yaml"),
-    ran: () =>
-      existsSync(log)
-        ? readFileSync(log, "utf8").trim().split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
-        : [],
+    ran,
+    writes: (name) => ran().filter((entry) => entry.name === "write_file" && entry.args.path === name),
     read: (name) => existsSync(join(files, name)) ? readFileSync(join(files, name), "utf8") : undefined,
     close: () => rmSync(dir, { recursive: true, force: true })
   }
@@ -122,6 +127,25 @@ export const stdioClient = async (
   const client = new Client({ name: options.name ?? "test-agent", version: "1.0.0" }, options.capabilities)
   await client.connect(transport)
   return { client, pid: transport.pid ?? undefined, stderr: () => err, close: () => client.close() }
+}
+
+/**
+ * The stdio gateways of the test running now, on its folder (`current()`): `connect` starts one;
+ * after each test every gateway is closed and the folder removed.
+ */
+export const stdioGateways = (current: () => Folder | undefined) => {
+  const open: Array<Connected> = []
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((connected) => connected.close().catch(() => undefined)))
+    current()?.close()
+  })
+  return {
+    connect: async (options?: Parameters<typeof stdioClient>[1]) => {
+      const connected = await stdioClient(current()!, options)
+      open.push(connected)
+      return connected
+    }
+  }
 }
 
 /** A free loopback port (for a gateway that must come back on the same one). */
