@@ -4,7 +4,8 @@
  * the registry packages the README's Install section names, and nothing else. Then, from that app:
  * the README quick start as plain `.mjs` under Node; a TypeScript consumer compiled with strict
  * settings (NodeNext and Bundler resolution, `skipLibCheck: false`) and run under Node, and run
- * under Bun; the installed `toolgate` bin (`--help`, `policy check`, `pending --db`) under Node with
+ * under Bun; the `@tool-gate/mcp` README example gating a small MCP server for the SDK's client;
+ * the installed `toolgate` bin (`--help`, `policy check`, `pending --db`, `mcp`) under Node with
  * no Bun on the PATH. Skipped, loudly, only when the npm registry cannot be reached. The install
  * uses npm's cache (`--prefer-offline`), so a second run does not download again.
  */
@@ -187,6 +188,7 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
       "@tool-gate/ai",
       "@tool-gate/cli",
       "@tool-gate/core",
+      "@tool-gate/mcp",
       "@tool-gate/pg",
       "@tool-gate/server",
       "@tool-gate/sqlite"
@@ -202,7 +204,8 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
 
     const local = await prebuilds()
     await local.keep(join(root, "node_modules", "better-sqlite3"))
-    // The user's files: tests/packaging/app (the quick start, a TypeScript consumer, two policies).
+    // The user's files: tests/packaging/app (the quick start, a TypeScript consumer, policies, and an
+    // MCP client, a downstream MCP server and the @tool-gate/mcp README example).
     cpSync(fixtures, app, { recursive: true })
     writeFileSync(
       join(app, "package.json"),
@@ -293,7 +296,8 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
       "memory: Allow Deny pending allowed",
       "sqlite: Allow Deny pending allowed",
       ...(postgres ? ["postgres: Allow Deny pending allowed"] : []),
-      "ai: deploy"
+      "ai: deploy",
+      "mcp: DownstreamUnavailable"
     ].join("\n")
 
   /** A fresh PostgreSQL schema for the consumer when the suite has a server (`TOOLGATE_PG_URL`). */
@@ -348,13 +352,54 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     expect(result.stdout.trim()).toBe(expected(pgUrl !== undefined))
   }, 120_000)
 
+  /**
+   * What tests/packaging/app/mcp-client.mjs printed: the tools it listed, the two calls' results,
+   * and its transport's errors (a line on the gateway's stdout that is not an MCP message is one).
+   */
+  interface McpRun {
+    readonly tools: ReadonlyArray<string>
+    readonly allowed: CallToolResult
+    readonly denied: CallToolResult
+    readonly errors: ReadonlyArray<string>
+  }
+  interface CallToolResult {
+    readonly content: ReadonlyArray<{ readonly type: string; readonly text?: string }>
+    readonly isError?: boolean
+  }
+
+  /**
+   * The SDK's client (mcp-client.mjs, under Node with no Bun) through the gateway that `gateway`
+   * starts; with what it got, the calls notes-server.mjs ran (it logs them to `log`).
+   */
+  const throughGateway = async (gateway: ReadonlyArray<string>, log: string) => {
+    const result = succeeded("node mcp-client.mjs", await run([node!, "mcp-client.mjs", ...gateway], app))
+    const ran = existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").map((line) => JSON.parse(line)) : []
+    return { got: JSON.parse(result.stdout) as McpRun, ran }
+  }
+
+  const read = { content: [{ type: "text", text: "note groceries: buy milk" }] }
+
+  test("the @tool-gate/mcp README example gates an MCP server for the SDK's client under Node", async () => {
+    const log = join(scratch, "mcp-example-calls.log")
+    const { got, ran } = await throughGateway(
+      [node!, "mcp-gateway.mjs", join(scratch, "mcp-example.db"), log],
+      log
+    )
+    expect(got.tools).toEqual(["delete_note", "read_note"])
+    expect(got.allowed).toEqual(read)
+    expect(got.denied.isError).toBe(true)
+    expect(got.denied.content[0]?.text).toContain("the policy default is deny")
+    expect(ran).toEqual([{ name: "read_note", args: { name: "groceries" } }])
+    expect(got.errors).toEqual([])
+  }, 120_000)
+
   describe("the installed toolgate bin, on Node with no Bun", () => {
     const toolgate = () => join(app, "node_modules", ".bin", "toolgate")
 
     test("--help lists the commands", async () => {
       const result = succeeded("toolgate --help", await run([toolgate(), "--help"], app))
-      for (const command of ["serve", "pending", "approve", "deny", "audit", "policy"]) {
-        expect(result.stdout).toContain(command)
+      for (const command of ["serve", "pending", "approve", "deny", "audit", "policy", "mcp"]) {
+        expect(result.stdout).toMatch(new RegExp(`^ *- ${command}\\b`, "m"))
       }
     }, 120_000)
 
@@ -370,6 +415,32 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
       const result = succeeded("toolgate pending --db", await run([toolgate(), "pending", "--db", database], app))
       expect(result.stdout).toContain(requestId)
       expect(result.stdout).toContain("deploy")
+    }, 120_000)
+
+    test("mcp gates an MCP server for the SDK's client: its tools listed, an allowed call, a denied one", async () => {
+      const log = join(scratch, "mcp-bin-calls.log")
+      const db = join(scratch, "mcp-bin.db")
+      const { got, ran } = await throughGateway(
+        [toolgate(), "mcp", "--policy", "mcp-policy.yaml", "--db", db, "--", "node", "notes-server.mjs", log],
+        log
+      )
+      expect(got.tools).toEqual(["delete_note", "read_note"])
+      expect(got.allowed).toEqual(read)
+      expect(got.denied.isError).toBe(true)
+      expect(got.denied.content).toHaveLength(1)
+      expect(got.denied.content[0]?.text).toContain("keep-notes")
+      expect(got.denied.content[0]?.text).toContain("notes are never deleted")
+      expect(ran).toEqual([{ name: "read_note", args: { name: "groceries" } }])
+      expect(got.errors).toEqual([])
+      // the CLI's own store: its audit trail has both decisions
+      const audit = succeeded("toolgate audit --db", await run([toolgate(), "audit", "--db", db, "--json"], app))
+      const events = audit.stdout.trim().split("\n").map((line) =>
+        JSON.parse(line) as { toolName: string; outcome: string; rule: string }
+      )
+      expect(events.map(({ outcome, rule, toolName }) => [toolName, outcome, rule])).toEqual([
+        ["read_note", "allow", "allow[0]"],
+        ["delete_note", "deny", "keep-notes"]
+      ])
     }, 120_000)
 
     test.skipIf(process.getuid?.() !== 0 || !existsSync("/usr/sbin/runuser"))(

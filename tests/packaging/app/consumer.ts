@@ -1,11 +1,13 @@
 /**
  * A user's TypeScript app over every package, compiled by tests/packaging/packaging.test.ts under
  * the strictest settings (NodeNext and Bundler, skipLibCheck off) and run under Node and Bun: the
- * same calls on the memory, SQLite and (with CONSUMER_PG_URL) PostgreSQL gates, one line each.
+ * same calls on the memory, SQLite and (with CONSUMER_PG_URL) PostgreSQL gates, one line each;
+ * then the MCP gateway's typed failure when its downstream server exits at once.
  */
 import { GatedToolkit } from "@tool-gate/ai"
 import type { Decision } from "@tool-gate/core"
 import { PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
+import { McpGateway } from "@tool-gate/mcp"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import type { Layer } from "effect"
@@ -55,6 +57,11 @@ try {
     params: { env: "staging" }
   })
   lines.push("ai: " + modelCall.name)
+  const gone: McpGateway.Options = { downstream: { _tag: "Command", command: process.execPath, args: ["-e", ""] } }
+  const failure = await Effect.runPromise(
+    McpGateway.serveStdio(gone).pipe(Effect.scoped, Effect.flip, Effect.provide(ToolGate.layerMemory({ policy })))
+  )
+  lines.push("mcp: " + failure._tag)
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }
