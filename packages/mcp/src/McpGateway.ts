@@ -16,10 +16,11 @@
  * replays its decision. When the store cannot be reached, every call is refused, never forwarded.
  *
  * @example
- * import { McpGateway } from "@tool-gate/mcp"
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
  * import { Policy } from "@tool-gate/core"
+ * import { McpGateway } from "@tool-gate/mcp"
  * import { ToolGateSqlite } from "@tool-gate/sqlite"
- * import { Effect } from "effect"
+ * import { Effect, Logger } from "effect"
  *
  * const policy = Policy.unsafeMake({ requireApproval: ["write_file"], allow: ["read_*"], default: "deny" })
  *
@@ -27,7 +28,15 @@
  *   downstream: { _tag: "Command", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."] }
  * })
  *
- * gateway.pipe(Effect.scoped, Effect.provide(ToolGateSqlite.layer({ filename: "toolgate.db", policy })))
+ * const main = gateway.pipe(
+ *   Effect.scoped,
+ *   Effect.provide(ToolGateSqlite.layer({ filename: "toolgate.db", policy })),
+ *   Effect.tapErrorCause(Effect.logError),
+ *   // stdout carries the MCP messages alone: log to stderr
+ *   Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })))
+ * )
+ *
+ * NodeRuntime.runMain(main, { disableErrorReporting: true, disablePrettyLogger: true })
  *
  * @since 0.1.0
  */
