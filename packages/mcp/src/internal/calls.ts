@@ -6,7 +6,7 @@
  * the TTL, sending progress notifications so the client does not time out, and may ask the
  * client's own user through elicitation (`elicitation.ts`).
  */
-import { McpError } from "@modelcontextprotocol/sdk/types.js"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import type { CallToolRequest, CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js"
 import { type ApprovalRequest, PauseSignal, ToolCall, type ToolGate, type ToolGateError } from "@tool-gate/core"
 import { Duration, Effect, Either, Schedule } from "effect"
@@ -76,7 +76,6 @@ const forward = (
   gateway: Gateway,
   known: KnownTool,
   allowed: ToolGate.Allowed,
-  extra: Extra,
   progress: (message: string | undefined) => Effect.Effect<void>
 ): Effect.Effect<CallToolResult, McpError> => {
   const args = allowed.call.args
@@ -88,7 +87,8 @@ const forward = (
   return Effect.tryPromise({
     try: (signal) =>
       gateway.downstream.client.callTool({ name: known.tool.name, arguments: args }, undefined, {
-        signal: AbortSignal.any([signal, extra.signal]),
+        // the client cancelling the call interrupts this effect, which aborts `signal`
+        signal,
         timeout: Duration.toMillis(gateway.callTimeout),
         resetTimeoutOnProgress: true,
         onprogress: (update) => Effect.runFork(progress(update.message))
@@ -97,7 +97,7 @@ const forward = (
   }).pipe(
     Effect.catchAll((error) =>
       // a protocol error of the downstream server is its answer, passed on as it is
-      error instanceof McpError && error.code !== -32001
+      error instanceof McpError && error.code !== ErrorCode.RequestTimeout
         ? Effect.fail(error)
         : Effect.succeed(Results.downstreamFailed(error instanceof Error ? error.message : String(error)))
     )
@@ -173,7 +173,7 @@ export const handle = (
         PauseSignal.isPauseSignal(outcome)
           // answered, yet the record still pauses: nothing runs, and the client may retry
           ? Effect.succeed(Results.refused(`approval request ${outcome.requestId} is still pending`))
-          : Effect.zipRight(done, forward(gateway, known, outcome, extra, progress))
+          : Effect.zipRight(done, forward(gateway, known, outcome, progress))
       ),
       Effect.catchTags({
         ToolDenied: (error: ToolGateError.ToolDenied) => Effect.as(done, Results.denied(error)),
