@@ -111,5 +111,7 @@ deny:
     expect(connected.stderr()).toContain("read_fil")
     expect(connected.stderr()).toContain("read_file")
     expect(connected.stderr()).toContain("pth")
+    // on stderr only: stdout is the MCP channel, and the client read nothing else there
+    expect(connected.unreadable()).toEqual([])
   })
 })

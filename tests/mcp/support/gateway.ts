@@ -103,6 +103,8 @@ export interface Connected {
   /** the gateway process (stdio) */
   readonly pid: number | undefined
   readonly stderr: () => string
+  /** what the client's transport could not read: anything but MCP messages on the gateway's stdout */
+  readonly unreadable: () => ReadonlyArray<string>
   readonly close: () => Promise<void>
 }
 
@@ -125,8 +127,16 @@ export const stdioClient = async (
   let err = ""
   transport.stderr?.on("data", (chunk) => void (err += String(chunk)))
   const client = new Client({ name: options.name ?? "test-agent", version: "1.0.0" }, options.capabilities)
+  const unreadable: Array<string> = []
+  client.onerror = (error) => void unreadable.push(error.message)
   await client.connect(transport)
-  return { client, pid: transport.pid ?? undefined, stderr: () => err, close: () => client.close() }
+  return {
+    client,
+    pid: transport.pid ?? undefined,
+    stderr: () => err,
+    unreadable: () => unreadable,
+    close: () => client.close()
+  }
 }
 
 /**

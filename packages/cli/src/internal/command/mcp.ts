@@ -6,7 +6,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Policy } from "@tool-gate/core"
 import type { McpGateway as Gateway } from "@tool-gate/mcp"
-import { Config, Console, Effect, Either, Logger, Option, Redacted } from "effect"
+import { Config, Console, Effect, Either, Layer, Logger, Option, Redacted } from "effect"
 import { InvalidInput } from "../errors.js"
 import { db, duration, invalid } from "../options.js"
 
@@ -16,6 +16,8 @@ const port = (text: string) => {
     ? Either.right(value)
     : Either.left(invalid(`--http must be a port from 0 to 65535, got "${text}"`))
 }
+
+const stderrLogger = Logger.prettyLogger({ stderr: true, colors: false })
 
 /** `toolgate mcp` */
 export const mcp = Command.make(
@@ -173,8 +175,12 @@ export const mcp = Command.make(
       })
       yield* Effect.scoped(serve).pipe(
         Effect.provide(store.layer),
-        // stdout is the MCP channel: the gate's own log lines go to stderr
-        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false })))
+        // stdout is the MCP channel: log lines go to stderr, by whichever logger the runtime
+        // installed (Effect's default, or the pretty one NodeRuntime.runMain puts in its place)
+        Effect.provide(Layer.mergeAll(
+          Logger.replace(Logger.defaultLogger, stderrLogger),
+          Logger.replace(Logger.prettyLoggerDefault, stderrLogger)
+        ))
       )
     })
 ).pipe(
