@@ -146,8 +146,12 @@ export const stdioClient = async (
 export const stdioGateways = (current: () => Folder | undefined) => {
   const open: Array<Connected> = []
   afterEach(async () => {
-    await Promise.all(open.splice(0).map((connected) => connected.close().catch(() => undefined)))
+    const connections = open.splice(0)
+    await Promise.all(connections.map((connected) => connected.close().catch(() => undefined)))
     current()?.close()
+    // every test also checks that the gateway wrote nothing but MCP messages on its stdout
+    const unreadable = connections.flatMap((connected) => connected.unreadable()).filter((m) => /JSON|parse/i.test(m))
+    if (unreadable.length > 0) throw new Error(`the gateway wrote other things on stdout: ${unreadable.join("; ")}`)
   })
   return {
     connect: async (options?: Parameters<typeof stdioClient>[1]) => {
