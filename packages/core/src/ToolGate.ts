@@ -5,7 +5,7 @@
  *
  * This module is the contract (the service, its tag and layers) and a short assembly. The gate
  * rests on replay by tool-call id: a call is judged once, its judgement is recorded under its id,
- * and asking again for that id answers from the record (`gate` is `authorize`, `awaitDecision`,
+ * and asking again for that id answers from the record (`gate` is `authorize`, a wait for the answer,
  * then `authorize` again). The parts live in `internal/gate/`: `decisions` (policy, session
  * approvals, shadow policy, hooks), `replay` (answers from the record), `authorize` (judge, record,
  * `gate`), `requests` (create, expire, extend, sweep), `answers` (`respond`), `grants` (session
@@ -223,6 +223,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       ...decisions,
       ...replay,
       awaitDecision,
+      watchCall: waiters.watchCall,
       logUnreadable: tailer.unreadable,
       observed
     })

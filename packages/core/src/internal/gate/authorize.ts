@@ -26,6 +26,7 @@ import type { Projection } from "./grants.js"
 import * as Observe from "./observe.js"
 import { fromDecision, isSameCall, type Replayed } from "./replay.js"
 import { newRequest } from "./requests.js"
+import { untilWokenOrDue, type Waiters } from "./waiters.js"
 
 /** A store answer that found the call already on record (another writer recorded it first). */
 type Found = Extract<CreateResult | RecordResult, { readonly _tag: "Existing" | "Decided" | "Requested" }>
@@ -60,6 +61,8 @@ export const make = (options: {
   readonly awaitDecision: (
     requestId: ApprovalRequest.RequestId
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
+  /** `gate`'s wake-ups, by call */
+  readonly watchCall: Waiters["watchCall"]
   /** the log tailer's failure while it cannot read the log */
   readonly logUnreadable: () => PersistenceError | undefined
   readonly observed: Observe.Observed
@@ -205,23 +208,71 @@ export const make = (options: {
     Observe.authorize(options.observed, input, authorize(input))
 
   /**
-   * `gate`: replay by call id with a wait in between. `authorize` pauses on a new request; once
-   * `awaitDecision` sees it answered, `authorize` again replays the answered request for the same id.
+   * `gate`: replay by call id with a wait in between. `authorize` pauses on a new request; once it
+   * is answered, `authorize` again replays the answered request for the same id.
    */
-  const gate = <A, E, R>(input: ToolCall.ToolCallInput, run: (allowed: Allowed) => Effect.Effect<A, E, R>) => {
-    const untilDecided: Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> = Effect.flatMap(
+  const gate = <A, E, R>(input: ToolCall.ToolCallInput, run: (allowed: Allowed) => Effect.Effect<A, E, R>) =>
+    Observe.gate(
+      options.observed,
+      input,
+      Observe.whenTraced(
+        () => untilDecidedTraced(input),
+        () => Effect.flatMap(decodeCall(input), (call) => untilDecided(input, call))
+      ),
+      run
+    )
+
+  /**
+   * Untraced, a call `authorize` pauses waits on its call (session and tool-call id), registered
+   * before each later `authorize` of it, so that an answer committed after that `authorize` read
+   * the record still wakes it. A wake says only "read again": what the call comes to is what
+   * `authorize` then reads from the store, so between the answer's commit and the run there is one
+   * read of the record (and the approval's spend), none of the request itself. A call that does not
+   * pause registers nothing.
+   */
+  const untilDecided = (
+    input: ToolCall.ToolCallInput,
+    call: ToolCall.ToolCall
+  ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> =>
+    Effect.flatMap(
+      Observe.authorize(options.observed, input, authorizeCall(call)),
+      (result) => PauseSignal.isPauseSignal(result) ? untilWoken(input, call) : Effect.succeed(result)
+    )
+
+  const untilWoken = (
+    input: ToolCall.ToolCallInput,
+    call: ToolCall.ToolCall
+  ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> =>
+    Effect.flatMap(
+      options.watchCall(call.sessionKey, call.id, (woken) =>
+        Effect.flatMap(
+          Observe.authorize(options.observed, input, authorizeCall(call)),
+          (result) =>
+            PauseSignal.isPauseSignal(result)
+              ? Effect.as(untilWokenOrDue(woken, result), undefined)
+              : Effect.succeed(result)
+        )),
+      (allowed) => allowed === undefined ? untilWoken(input, call) : Effect.succeed(allowed)
+    )
+
+  /**
+   * Traced, the wait is `awaitDecision` in its own span, which names what the request came to: it
+   * reads the request before waiting and after the wake.
+   */
+  const untilDecidedTraced = (
+    input: ToolCall.ToolCallInput
+  ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> =>
+    Effect.flatMap(
       observedAuthorize(input),
       (result) =>
         PauseSignal.isPauseSignal(result)
           ? Effect.zipRight(
             // the request was just created or found, so only a store failure can end the wait early
             options.awaitDecision(result.requestId).pipe(Effect.catchTag("RequestNotFound", Effect.die)),
-            Effect.suspend(() => untilDecided)
+            Effect.suspend(() => untilDecidedTraced(input))
           )
           : Effect.succeed(result)
     )
-    return Observe.gate(options.observed, input, untilDecided, run)
-  }
 
   /** `createApprovalRequest`: the request a `RequireApproval` decision needs, found or created. */
   const createApprovalRequest = (decision: Decision.Decision, input: ToolCall.ToolCallInput) =>

@@ -14,7 +14,7 @@ import type { Projection } from "./grants.js"
 import * as PendingGauge from "./pendingGauge.js"
 import type { Waiters } from "./waiters.js"
 
-// Events after which a waiter must look again: its request was answered, expired or extended.
+// Events after which a waiter must look again: its request (or call's) was answered, expired or extended.
 const WAKING_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
   "approval.resolved",
   "approval.expired",
@@ -59,9 +59,7 @@ export const make = (options: {
       const events = yield* store.tail(seq, PAGE)
       if (events.length === 0) break
       for (const event of events) {
-        if (event.requestId !== undefined && WAKING_EVENTS.has(event.type) && waiters.has(event.requestId)) {
-          yield* waiters.wake(event.requestId)
-        }
+        if (WAKING_EVENTS.has(event.type)) yield* waiters.wake(event)
         if (changesProjection(event)) changed = true
       }
       // counted before auditors hear of them: one that saw an event sees the gauge count it

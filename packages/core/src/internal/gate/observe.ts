@@ -265,6 +265,12 @@ export const request = <E, R>(
     if (Exit.isSuccess(exit)) annotateRequest(span, context, exit.value)
   })
 
+/** `traced()` when a tracer records the gate's spans, else `untraced()`, which then need not feed them. */
+export const whenTraced = <A, E, R>(
+  traced: () => Effect.Effect<A, E, R>,
+  untraced: () => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => Effect.withFiberRuntime((fiber) => tracing(fiber) ? traced() : untraced())
+
 /** `awaitDecision`, in `toolgate.awaitDecision`. */
 export const awaitDecision = <E, R>(
   context: Observed,

@@ -7,7 +7,7 @@
  * caller recorded it first).
  *
  * It is what lets `gate` wait without holding anything but the call: `gate` → `authorize` (which
- * records a request and pauses) → `awaitDecision` → `authorize` again, which replays the answered
+ * records a request and pauses) → a wait for the answer → `authorize` again, which replays the answered
  * request for the same id. A pipeline that stopped at the pause does the same from another process.
  */
 import { Effect } from "effect"
