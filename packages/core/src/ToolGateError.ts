@@ -15,7 +15,7 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option, ParseResult, Schema } from "effect"
+import { Cause, Effect, Either, Option, ParseResult, Schema } from "effect"
 
 /**
  * One problem in an input, with the path of the offending value (`requireApproval[3].args.path`)
@@ -299,15 +299,21 @@ export class PersistenceError extends Schema.TaggedError<PersistenceError>()(
   static refail(
     operation: string
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, PersistenceError, R> {
+    // `catchSomeDefect` then `mapError` in one handler of failures: every store call passes
+    // through it, and a success then skips one frame (`mapError` ran a step to pass it on)
     return (self) =>
-      self.pipe(
-        Effect.catchSomeDefect((defect) =>
-          defect instanceof SqlError || defect instanceof Migrator.MigrationError
-            ? Option.some(Effect.fail(defect))
-            : Option.none()
-        ),
-        Effect.mapError((cause) => new PersistenceError({ operation, cause }))
-      )
+      Effect.catchAllCause(self, (cause) => {
+        const defect = Cause.find(cause, (reason) => reason._tag === "Die" ? Option.some(reason.defect) : Option.none())
+        if (
+          Option.isSome(defect) && (defect.value instanceof SqlError || defect.value instanceof Migrator.MigrationError)
+        ) {
+          return Effect.fail(new PersistenceError({ operation, cause: defect.value }))
+        }
+        const failure = Cause.failureOrCause(cause)
+        return Either.isLeft(failure)
+          ? Effect.fail(new PersistenceError({ operation, cause: failure.left }))
+          : Effect.failCause(failure.right)
+      })
   }
 }
 

@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit, Queue, type Scope } from "effect"
+import { Context, Effect, Exit, Queue, type Scope } from "effect"
 
 /**
  * Group commit for one store's statements. A call that finds the store idle runs at once, on its
@@ -30,7 +30,9 @@ import { Effect, Exit, Queue, type Scope } from "effect"
  * after another, which they could have: they were all in flight together. When the merged body
  * fails, each of its calls runs again alone, as above.
  *
- * Bodies find their connection as `SqlClient.TransactionConnection`.
+ * Bodies find their connection as `SqlClient.TransactionConnection`. A call made inside a
+ * transaction of the caller's own (`SqlClient.TransactionConnection` in its context) joins no batch:
+ * with `inTransaction` given, it runs in the caller's transaction (a write through `inTransaction`).
  */
 export interface Batcher {
   readonly read: <A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError>
@@ -68,6 +70,11 @@ export interface Options {
   readonly prepared?: boolean | undefined
   /** most calls per batch (bounds how long the write lock is held) */
   readonly maxBatch?: number | undefined
+  /**
+   * How a write runs inside the caller's own transaction (a savepoint of it, say); given, calls
+   * made there run there, reads as they are. (Decided in the step that queues a call.)
+   */
+  readonly inTransaction?: (<A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError>) | undefined
 }
 
 interface Job {
@@ -95,6 +102,7 @@ const settle = (job: Job, exit: Exit.Exit<any, any>): void => {
 export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scope> =>
   Effect.gen(function*() {
     const maxBatch = options.maxBatch ?? 256
+    const inTransaction = options.inTransaction
     const pending: Array<Job> = []
     let busy = false
     let closed = false
@@ -271,6 +279,13 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       input?: unknown
     ): Effect.Effect<A, E | SqlError> =>
       Effect.withFiberRuntime<A, E | SqlError>((fiber) => {
+        if (
+          inTransaction !== undefined &&
+          Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
+        ) {
+          const own = body ?? alone(group!, input)
+          return write ? inTransaction(own) : own
+        }
         if (closed) return Effect.interrupt
         const job: Job = { write, single, body, group, input, exit: undefined, resume: undefined, cancelled: false }
         if (!busy) {

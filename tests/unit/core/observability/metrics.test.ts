@@ -27,10 +27,10 @@ const stores: ReadonlyArray<readonly [string, Opener]> = [
   ]
 ]
 
-const gateOn = (store: Layer.Layer<ApprovalStore.ApprovalStore>, storeMetrics = false) =>
+const gateOn = (store: Layer.Layer<ApprovalStore.ApprovalStore>, storeMetrics = false, hooks?: ToolGate.Hooks) =>
   Effect.map(
     Layer.build(
-      ToolGate.layer({ policy, sweepInterval: "1 hour", storeMetrics }).pipe(Layer.provide(store), Layer.orDie)
+      ToolGate.layer({ policy, sweepInterval: "1 hour", storeMetrics, hooks }).pipe(Layer.provide(store), Layer.orDie)
     ),
     (context) => Context.get(context, ToolGate.ToolGate)
   )
@@ -107,6 +107,39 @@ for (const [storeName, open] of stores) {
           evaluatedPending: 1
         })
       }))
+
+    for (const hooked of [false, true]) {
+      it.scoped(
+        `toolgate.decisions: a call asked again counts again, with the caller's metric labels (${
+          hooked ? "with hooks" : "no hooks"
+        })`,
+        () =>
+          Effect.gen(function*() {
+            const gate = yield* gateOn(
+              yield* open,
+              false,
+              hooked ? { afterPolicyDecision: () => Effect.void } : undefined
+            )
+            // a label of this test alone: the registry is the process's
+            const tenant = `${storeName}-${hooked}`
+            const labelled = (outcome: ToolGateMetrics.Outcome) =>
+              count(Metric.tagged(ToolGateMetrics.decisionsOf("authorize", outcome), "tenant", tenant))
+            const [, moved] = yield* deltas(
+              { allow: labelled("allow"), deny: labelled("deny"), unlabelled: decisions("authorize", "allow") },
+              Effect.gen(function*() {
+                // each recorded, then replayed from its record
+                yield* gate.authorize({ id: "l1", name: "ls", sessionKey: "s1" })
+                yield* gate.authorize({ id: "l1", name: "ls", sessionKey: "s1" })
+                yield* Effect.flip(gate.authorize({ id: "r1", name: "rm", sessionKey: "s1" }))
+                yield* Effect.flip(gate.authorize({ id: "r1", name: "rm", sessionKey: "s1" }))
+                // another call under a known id is refused: no decision
+                yield* Effect.flip(gate.authorize({ id: "l1", name: "ls", sessionKey: "s1", args: { path: "/" } }))
+              }).pipe(Effect.tagMetrics("tenant", tenant))
+            )
+            expect(moved).toEqual({ allow: 2, deny: 2, unlabelled: 0 })
+          })
+      )
+    }
 
     it.scoped("time to answer: one observation per answer committed here, of the time since the request", () =>
       Effect.gen(function*() {

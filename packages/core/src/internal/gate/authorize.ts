@@ -72,57 +72,73 @@ export const make = (options: {
 
   /**
    * `authorize`: judges the call and records the judgement, or replays the record its id has.
-   * Written as plain steps, not a generator: this is the path of every call.
+   * Written as plain steps, not a generator: this is the path of every call. It runs in the one
+   * step `Observe.authorize` takes (the time, the metric labels); an allowed call recorded without
+   * a hitch is counted where its record is made, with no continuation of its own.
    */
-  const authorize = (input: ToolCall.ToolCallInput): Replayed =>
-    // the input is read when the effect runs, as any effect would
-    Effect.suspend(() => {
-      const decoded = decodeCall(input)
-      // a well-formed call is decoded at once, into an exit: no step to read it
-      return Exit.isExit(decoded) && Exit.isSuccess(decoded)
-        ? authorizeCall((decoded as Exit.Success<ToolCall.ToolCall, CallError>).value)
-        : Effect.flatMap(decoded, authorizeCall)
-    })
+  const authorize = (input: ToolCall.ToolCallInput, now: number, tally: Observe.Tally): Replayed => {
+    const decoded = decodeCall(input)
+    // a well-formed call is decoded at once, into an exit: no step to read it
+    return Exit.isExit(decoded) && Exit.isSuccess(decoded)
+      ? authorizeCall((decoded as Exit.Success<ToolCall.ToolCall, CallError>).value, now, tally)
+      : Effect.flatMap(decoded, (call) => authorizeCall(call, now, tally))
+  }
 
-  const authorizeCall = (call: ToolCall.ToolCall): Replayed =>
-    Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
-      const args = ToolCall.canonicalArgs(call.args)
-      // With hooks the record is read first, so that a replay (which judges nothing) never
-      // reaches them. Without, the call is judged first: a decision's insert finds any record its
-      // id has (one store call, not two). A call that needs a human is read first all the same:
-      // it is most often asked again once answered, and a read is cheaper than a request's write.
-      if (options.hooked) {
-        return Effect.flatMap(
+  const authorizeCall = (call: ToolCall.ToolCall, now: number, tally: Observe.Tally): Replayed => {
+    const args = ToolCall.canonicalArgs(call.args)
+    // With hooks the record is read first, so that a replay (which judges nothing) never
+    // reaches them. Without, the call is judged first: a decision's insert finds any record its
+    // id has (one store call, not two). A call that needs a human is read first all the same:
+    // it is most often asked again once answered, and a read is cheaper than a request's write.
+    if (options.hooked) {
+      return Observe.countAtEnd(
+        tally,
+        Effect.flatMap(
           store.findRecorded(call.sessionKey, call.id),
           (found) =>
             Option.isSome(found)
               ? replay(call, args, found.value, now)
-              : Effect.flatMap(judge(call, now), (judgement) => settle(call, args, judgement, now, 1))
+              : Effect.flatMap(judge(call, now), (judgement) => settle(call, args, judgement, now, 1, undefined))
         )
-      }
-      const judgement = judgeNow(call, now)
-      return judgement !== undefined
-        ? judged(call, args, judgement, now)
-        : Effect.flatMap(judge(call, now), (judgement) => judged(call, args, judgement, now))
-    })
+      )
+    }
+    const judgement = judgeNow(call, now)
+    if (judgement === undefined) {
+      return Observe.countAtEnd(
+        tally,
+        Effect.flatMap(judge(call, now), (judgement) => judged(call, args, judgement, now))
+      )
+    }
+    // the allow hot path: the decision's record, counted by `settle`
+    return judgement.decision._tag !== "RequireApproval"
+      ? settle(call, args, judgement, now, 1, tally)
+      : Observe.countAtEnd(tally, judged(call, args, judgement, now))
+  }
 
   /** A call judged without hooks: recorded, unless it needs a human and its id is on record. */
   const judged = (call: ToolCall.ToolCall, args: string, judgement: Judgement, now: number): Replayed =>
     judgement.decision._tag !== "RequireApproval"
-      ? settle(call, args, judgement, now, 1)
+      ? settle(call, args, judgement, now, 1, undefined)
       : Effect.flatMap(
         store.findRecorded(call.sessionKey, call.id),
-        (found) => Option.isSome(found) ? replay(call, args, found.value, now) : settle(call, args, judgement, now, 1)
+        (found) =>
+          Option.isSome(found)
+            ? replay(call, args, found.value, now)
+            : settle(call, args, judgement, now, 1, undefined)
       )
 
-  /** Records the decision (or the request it needs) and answers the call from the record. */
+  /**
+   * Records the decision (or the request it needs) and answers the call from the record. `tally`:
+   * counts the answer (a decision recorded here at once, the rest when it ends); `undefined` when
+   * the caller counts it.
+   */
   const settle = (
     call: ToolCall.ToolCall,
     args: string,
     judgement: Judgement,
     now: number,
-    attempt: number
+    attempt: number,
+    tally: Observe.Tally
   ): Replayed => {
     const decision = judgement.decision
     if (attempt > maxAttempts) {
@@ -133,7 +149,9 @@ export const make = (options: {
         })
       )
     }
-    if (decision._tag === "RequireApproval") return request(call, args, decision, judgement.shadow, now, attempt)
+    if (decision._tag === "RequireApproval") {
+      return Observe.countAtEnd(tally, request(call, args, decision, judgement.shadow, now, attempt))
+    }
     const unreadable = options.logUnreadable()
     if (decision._tag === "Allow" && decision.via === "sessionApproval" && unreadable !== undefined) {
       // the approval may have been revoked in a part of the log this gate cannot read
@@ -151,17 +169,18 @@ export const make = (options: {
     return Effect.flatMap(recorded, (result): Replayed => {
       switch (result._tag) {
         case "Created":
+          Observe.countNow(tally, decision._tag === "Allow" ? "allow" : "deny")
           return fromDecision(call, decision)
         case "Existing":
         case "Requested":
-          return replay(call, args, foundRecord(result), now)
+          return Observe.countAtEnd(tally, replay(call, args, foundRecord(result), now))
         case "GrantInactive":
           // revoked (or lapsed on the store's clock) since this gate last read the log: judge the
           // call by the policy alone; the store then finds any other approval that still covers it
           return Effect.zipRight(
             Effect.flatMap(store.sessionApprovals({ id: result.sessionApprovalId }), projection.project),
             Effect.suspend(() =>
-              settle(call, args, { decision: policy.evaluate(call), shadow: undefined }, now, attempt + 1)
+              settle(call, args, { decision: policy.evaluate(call), shadow: undefined }, now, attempt + 1, tally)
             )
           )
       }
@@ -196,7 +215,7 @@ export const make = (options: {
             projection.project([result.grant]),
             Effect.flatMap(
               judgeAgain(call, allowedBy(decision, result.grant), now),
-              (judged) => settle(call, args, judged, now, attempt + 1)
+              (judged) => settle(call, args, judged, now, attempt + 1, undefined)
             )
           )
       }
@@ -205,7 +224,7 @@ export const make = (options: {
 
   /** `authorize` in its span, counted in the gate's metrics. */
   const observedAuthorize = (input: ToolCall.ToolCallInput): Replayed =>
-    Observe.authorize(options.observed, input, authorize(input))
+    Observe.authorize(options.observed, input, (now, tally) => authorize(input, now, tally))
 
   /**
    * `gate`: replay by call id with a wait in between. `authorize` pauses on a new request; once it
@@ -235,7 +254,7 @@ export const make = (options: {
     call: ToolCall.ToolCall
   ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> =>
     Effect.flatMap(
-      Observe.authorize(options.observed, input, authorizeCall(call)),
+      Observe.authorize(options.observed, input, (now, tally) => authorizeCall(call, now, tally)),
       (result) => PauseSignal.isPauseSignal(result) ? untilWoken(input, call) : Effect.succeed(result)
     )
 
@@ -246,7 +265,7 @@ export const make = (options: {
     Effect.flatMap(
       options.watchCall(call.sessionKey, call.id, (woken) =>
         Effect.flatMap(
-          Observe.authorize(options.observed, input, authorizeCall(call)),
+          Observe.authorize(options.observed, input, (now, tally) => authorizeCall(call, now, tally)),
           (result) =>
             PauseSignal.isPauseSignal(result)
               ? Effect.as(untilWokenOrDue(woken, result), undefined)

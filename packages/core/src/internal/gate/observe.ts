@@ -9,7 +9,19 @@
  * in the context, the end) on every decision was work nobody could see. Attributes are computed
  * once the operation ended, from what it returned.
  */
-import { Cause, Context, Effect, Exit, type Fiber, FiberRef, Metric, type MetricLabel, Option, Tracer } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Effect,
+  Exit,
+  type Fiber,
+  FiberRef,
+  Metric,
+  type MetricLabel,
+  Option,
+  Tracer
+} from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { ApprovalStore } from "../../ApprovalStore.js"
 import * as Decision from "../../Decision.js"
@@ -186,6 +198,41 @@ const countAuthorized = <E>(
   if (outcome !== undefined) ToolGateMetrics.decisionsOf("authorize", outcome).unsafeUpdate(1, labels)
 }
 
+/** `self` counted when it ends, by what it came to: one continuation. */
+const countedAtEnd = <E, R>(
+  self: Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R>,
+  labels: ReadonlyArray<MetricLabel.MetricLabel>
+): Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R> =>
+  Effect.matchCauseEffect(self, {
+    onFailure: (cause) => {
+      countAuthorized(Exit.failCause(cause), labels)
+      return Effect.failCause(cause)
+    },
+    onSuccess: (result) => {
+      countAuthorized(Exit.succeed(result), labels)
+      return Effect.succeed(result)
+    }
+  })
+
+/**
+ * Who counts an `authorize`'s answer in `toolgate.decisions`: the body itself, with the fiber's
+ * metric labels (`countNow` where its answer is known without a further step, `countAtEnd` around
+ * the rest), or nobody inside it (`undefined`: its span counts it where it ends). Either way the
+ * answer counts once.
+ */
+export type Tally = ReadonlyArray<MetricLabel.MetricLabel> | undefined
+
+/** Counts the answer `authorize` gives now: an allow, or a policy's deny (a `ToolDenied` of outcome `policy`). */
+export const countNow = (tally: Tally, outcome: "allow" | "deny"): void => {
+  if (tally !== undefined) ToolGateMetrics.decisionsOf("authorize", outcome).unsafeUpdate(1, tally)
+}
+
+/** `self`, whose answer is counted when it ends (unless its span counts it). */
+export const countAtEnd = <E, R>(
+  tally: Tally,
+  self: Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R>
+): Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R> => tally === undefined ? self : countedAtEnd(self, tally)
+
 /** `evaluate`, in `toolgate.evaluate` and counted: as `authorize`, one step and one continuation. */
 export const evaluate = <E, R>(
   context: Observed,
@@ -210,29 +257,26 @@ export const evaluate = <E, R>(
   })
 
 /**
- * `authorize`, in `toolgate.authorize` and counted. This is the path of every call: without a
- * tracer it costs one step to read the fiber and one continuation that counts the outcome.
+ * `authorize`, in `toolgate.authorize` and counted. This is the path of every call, so it takes one
+ * step: the fiber is read once for the time `body` judges at (the fiber's clock, as
+ * `Clock.currentTimeMillis` would read it), the metric labels and whether a tracer records spans.
+ * Untraced, `body` counts its answer itself (an allowed call without a further step); traced, the
+ * span counts it where it ends.
  */
 export const authorize = <E, R>(
   context: Observed,
   input: ToolCall.ToolCallInput,
-  self: Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R>
+  body: (now: number, tally: Tally) => Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R>
 ): Effect.Effect<Allowed | PauseSignal.PauseSignal, E, R> =>
   Effect.withFiberRuntime((fiber) => {
+    const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
     const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-    const counted = Effect.matchCauseEffect(self, {
-      onFailure: (cause) => {
-        countAuthorized(Exit.failCause(cause), labels)
-        return Effect.failCause(cause)
-      },
-      onSuccess: (result) => {
-        countAuthorized(Exit.succeed(result), labels)
-        return Effect.succeed(result)
-      }
-    })
-    if (!tracing(fiber)) return counted
+    if (!tracing(fiber)) return body(now, labels)
     return inSpan("toolgate.authorize", (span) =>
-      Effect.onExit(counted, (exit) => Effect.sync(() => annotateAuthorized(span, context, input, exit))))
+      Effect.onExit(
+        countedAtEnd(body(now, undefined), labels),
+        (exit) => Effect.sync(() => annotateAuthorized(span, context, input, exit))
+      ))
   })
 
 /**

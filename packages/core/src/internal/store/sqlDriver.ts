@@ -130,13 +130,6 @@ export const make = (
         ? { seq, ...event, hash: row.hash }
         : { seq, ...event, prevHash: row.prevHash, hash: row.hash }) as EventRow
 
-    // Group commit; on SQLite reads queue too, since the one connection serves them.
-    const batcher = yield* Batcher.make({
-      reserve: Effect.map(sql.reserve, tracked),
-      begin: [begin],
-      prepared: isSqlite
-    })
-    const inTransaction = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.isSome)
     // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order.
     // The chain's head is read again after it.
     const forgetHead = Effect.sync(() => {
@@ -146,32 +139,31 @@ export const make = (
       ? forgetHead
       : Effect.zipRight(run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})`), forgetHead)
 
-    /** A read: on SQLite through the batcher (unless the caller is inside its own transaction). */
+    // Group commit; on SQLite reads queue too, since the one connection serves them. Inside a
+    // caller's own transaction, a write is a savepoint of it, and a read runs there.
+    const batcher = yield* Batcher.make({
+      reserve: Effect.map(sql.reserve, tracked),
+      begin: [begin],
+      prepared: isSqlite,
+      inTransaction: (body) => sql.withTransaction(Effect.zipRight(serialize, body))
+    })
+
+    /** A read: on SQLite through the batcher. */
     const read = <A>(operation: string, body: Effect.Effect<A, Failure>): Effect.Effect<A, PersistenceError> =>
-      PersistenceError.refail(operation)(
-        isSqlite ? Effect.flatMap(inTransaction, (inside) => inside ? body : batcher.read(body)) : body
-      )
+      PersistenceError.refail(operation)(isSqlite ? batcher.read(body) : body)
 
     /**
      * One transaction per call, as callers see it (the batcher may commit several calls' bodies
-     * together). Inside a caller's own transaction, a savepoint of it. `single`: one statement.
+     * together). `single`: one statement.
      */
     const write = <A>(operation: string, body: Effect.Effect<A, Failure>, single = false) =>
-      Effect.flatMap(inTransaction, (inside) =>
-        inside ? sql.withTransaction(Effect.zipRight(serialize, body)) : batcher.write(body, single)).pipe(
-          PersistenceError.refail(operation)
-        )
+      PersistenceError.refail(operation)(batcher.write(body, single))
 
-    /** A write joining `group` (on SQLite or PostgreSQL); inside a caller's transaction, a savepoint of it. */
+    /** A write joining `group` (on SQLite or PostgreSQL). */
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
-      Effect.withFiberRuntime<A, Failure | SqlError>((fiber) =>
-        Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
-          ? sql.withTransaction(Effect.zipRight(serialize, Batcher.alone(group, input)))
-          : batcher.join(group, input, single)
-      ).pipe(PersistenceError.refail(operation))
+      PersistenceError.refail(operation)(batcher.join(group, input, single))
 
-    const numbersOf = (rows: ReadonlyArray<EventRow>) =>
-      rows.map((row) => row.seq)
+    const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
       events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
@@ -271,9 +263,7 @@ export const make = (
     /** A read joining `group`: on SQLite through the batcher (merged with the reads queued beside it). */
     const readJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
       PersistenceError.refail(operation)(
-        isSqlite
-          ? Effect.flatMap(inTransaction, (inside) => inside ? Batcher.alone(group, input) : batcher.join(group, input))
-          : Batcher.alone(group, input)
+        isSqlite ? batcher.join(group, input) : Batcher.alone(group, input)
       )
 
     const { claims, newRequests, recordedCalls, spends, unrequestedDecisions } = Merged.make({
