@@ -219,6 +219,26 @@ export const parseDuration = (flag: string, text: string): Either.Either<number,
   )
 }
 
+/** `--host HOST`: the address a server binds, loopback unless told otherwise. */
+export const host = (description: string) =>
+  Options.text("host").pipe(
+    Options.withPseudoName("HOST"),
+    Options.withDescription(description),
+    Options.withDefault("127.0.0.1")
+  )
+
+/** `--FLAG PORT`: a TCP port, 0 to 65535 (0 picks a free one). */
+export const port = (flag: string, description: string) =>
+  Options.integer(flag).pipe(
+    Options.withPseudoName("PORT"),
+    Options.withDescription(description),
+    Options.mapEffect((port) =>
+      port >= 0 && port <= 65535
+        ? Either.right(port)
+        : Either.left(invalid(`--${flag} must be from 0 to 65535, got ${port}`))
+    )
+  )
+
 /** A duration option, `--FLAG DURATION`. */
 export const duration = (flag: string, description: string) =>
   Options.text(flag).pipe(

@@ -93,13 +93,12 @@ export const make = (gateway: Calls.Gateway, options: { readonly token?: string 
   const restoring = new Map<string, Promise<Entry>>()
 
   const open = async (sessionId: string | undefined, claimed: () => Claimed): Promise<Entry> => {
-    let uuid: string = randomUUID()
+    const uuid = sessionId === undefined ? randomUUID() : parse(sessionId)!.uuid
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => sessionId ?? sessionIdOf(uuid, claimed()),
       onsessioninitialized: (id) => void entries.set(id, entry),
       onsessionclosed: (id) => void entries.delete(id)
     })
-    if (sessionId !== undefined) uuid = parse(sessionId)!.uuid
     const { busy, server } = Sessions.make(gateway, { sessionKey: sessionKeyOf(uuid) })
     const entry: Entry = { transport, server, busy, lastSeen: Date.now() }
     transport.onclose = () => {

@@ -8,14 +8,7 @@ import { Policy } from "@tool-gate/core"
 import type { McpGateway as Gateway } from "@tool-gate/mcp"
 import { Config, Console, Effect, Either, Layer, Logger, Option, Redacted } from "effect"
 import { InvalidInput } from "../errors.js"
-import { db, duration, invalid } from "../options.js"
-
-const port = (text: string) => {
-  const value = Number(text)
-  return Number.isInteger(value) && value >= 0 && value <= 65535
-    ? Either.right(value)
-    : Either.left(invalid(`--http must be a port from 0 to 65535, got "${text}"`))
-}
+import { db, duration, host, invalid, port } from "../options.js"
 
 const stderrLogger = Logger.prettyLogger({ stderr: true, colors: false })
 
@@ -35,17 +28,10 @@ export const mcp = Command.make(
       Options.withFallbackConfig(Config.redacted("TOOLGATE_DATABASE_URL")),
       Options.optional
     ),
-    http: Options.text("http").pipe(
-      Options.withPseudoName("PORT"),
-      Options.withDescription("serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (0 picks a free port)"),
-      Options.mapEffect(port),
+    http: port("http", "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (0 picks a free port)").pipe(
       Options.optional
     ),
-    host: Options.text("host").pipe(
-      Options.withPseudoName("HOST"),
-      Options.withDescription("with --http: the address to bind; the default is reachable from this machine only"),
-      Options.withDefault("127.0.0.1")
-    ),
+    host: host("with --http: the address to bind; the default is reachable from this machine only"),
     token: Options.redacted("token").pipe(
       Options.withPseudoName("TOKEN"),
       Options.withDescription(

@@ -1,9 +1,9 @@
 /** `toolgate serve`: the approval API and its web console over the SQLite file. */
 import { Command, Options } from "@effect/cli"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
-import { Console, Context, Effect, Either, Layer, Option, Predicate } from "effect"
+import { Console, Context, Effect, Layer, Option, Predicate } from "effect"
 import { CannotListen } from "../errors.js"
-import { db, invalid, policy } from "../options.js"
+import { db, host, policy, port } from "../options.js"
 import { loadPolicy } from "../target.js"
 
 /** What a system error code of `listen` means for whoever runs `serve`. */
@@ -34,21 +34,8 @@ export const serve = Command.make(
   {
     db,
     policy,
-    port: Options.integer("port").pipe(
-      Options.withPseudoName("PORT"),
-      Options.withDescription("0 picks a free port"),
-      Options.mapEffect((port) =>
-        port >= 0 && port <= 65535
-          ? Either.right(port)
-          : Either.left(invalid(`--port must be from 0 to 65535, got ${port}`))
-      ),
-      Options.withDefault(7070)
-    ),
-    host: Options.text("host").pipe(
-      Options.withPseudoName("HOST"),
-      Options.withDescription("the address to bind; the default is reachable from this machine only"),
-      Options.withDefault("127.0.0.1")
-    ),
+    port: port("port", "0 picks a free port").pipe(Options.withDefault(7070)),
+    host: host("the address to bind; the default is reachable from this machine only"),
     tokens: Options.text("tokens").pipe(
       Options.withPseudoName("FILE"),
       Options.withDescription("a JSON token file (default: the TOOLGATE_TOKENS environment variable)"),
