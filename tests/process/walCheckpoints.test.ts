@@ -46,7 +46,7 @@ describe.each(["node", "bun"] as const)("WAL checkpoints in the background (%s)"
     async () => {
       const db = freshDb()
       const worker = await spawnWorker(["crash", db], { entry: "walWorker", runtime })
-      // about 20 of the worker's checkpoints at 50 pages
+      // a dozen or so of the worker's checkpoints at 100 pages
       await worker.next("committed")
       while ((worker.lines.at(-1)!.n as number) < 1_500) await Bun.sleep(5)
       worker.kill("SIGKILL")

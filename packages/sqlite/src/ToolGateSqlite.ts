@@ -45,7 +45,7 @@ export interface StoreOptions extends SqlApprovalStore.Options {
   /**
    * Where WAL checkpoints (copying the write-ahead log back into the database) run.
    * `background` (default): in a worker thread with its own connection, whenever the log holds
-   * an eighth of `walAutocheckpointPages` not yet copied back, so commits no longer stall the
+   * a quarter of `walAutocheckpointPages` not yet copied back, so commits no longer stall the
    * event loop for a checkpoint and its `fsync`s; the store's connection keeps its own automatic
    * checkpoint at `walAutocheckpointPages` as a backstop (a worker that cannot start or dies is
    * logged, and the store goes on with that checkpoint alone). `inline`: SQLite's automatic
@@ -162,7 +162,7 @@ export const layerFileFeed = (
   })
 
 /** The worker checkpoints at this fraction of the connection's own (the backstop's) threshold. */
-const WORKER_SHARE = 8
+const WORKER_SHARE = 4
 
 /**
  * The durable stores on the file (migrated on open): approvals and checkpoints, one connection;

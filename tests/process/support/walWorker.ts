@@ -3,12 +3,12 @@
  * Bun; argv: mode, database file. Prints JSON lines.
  *
  * - `checkpoints`: the backstop (the connection's own checkpoint) at 800 pages, the worker's at
- *   100. Records allowed decisions, a few at a time with pauses, until the WAL index shows frames
+ *   200. Records allowed decisions, a few at a time with pauses, until the WAL index shows frames
  *   copied back while the log never reached 800 frames (only the worker can have done that);
  *   prints `checkpointed`, then ends without closing the gate's scope: the worker must not hold
  *   the process open. With a third argument `inline`, the same without the worker, for 2 s: no
  *   `checkpointed` then.
- * - `crash`: records decisions as fast as it can, the worker checkpointing every 50 pages, and
+ * - `crash`: records decisions as fast as it can, the worker checkpointing every 100 pages, and
  *   prints how many have committed every 100; the test kills it.
  * - `bad-driver`: starts the worker with a driver that does not exist (Node) and prints how that
  *   ended.

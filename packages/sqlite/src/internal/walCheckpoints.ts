@@ -11,11 +11,13 @@
  * layout, https://www.sqlite.org/walformat.html: `mxFrame` at byte 16, `nBackfill` at 96, native
  * byte order), read every few milliseconds: the main thread does nothing for it.
  *
- * The main connection keeps its own automatic checkpoint as a backstop, at eight times the
+ * The main connection keeps its own automatic checkpoint as a backstop, at four times the
  * worker's threshold: a worker that cannot start, dies or falls behind leaves the log bounded as before.
  * Under writes that never pause, a checkpoint running beside them never catches up with the last
  * frames, and SQLite starts the log over only once every frame is copied back; the backstop then
- * copies the few frames left, on the main thread, with `fsync`s of little data.
+ * copies the frames left, on the main thread, with `fsync`s of little data (5-10 ms on the
+ * reference disk, against 25-60 ms for a whole checkpoint). Writes with pauses between them let
+ * the worker catch up, and the log starts over with no checkpoint on the main thread at all.
  *
  * A process killed mid-checkpoint is safe by SQLite's design: the log is only reused after every
  * frame is copied back and synced, and the next opener rebuilds the index from the log.
@@ -135,25 +137,27 @@ export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scop
         catch: (cause) => new Error(`cannot start the checkpoint worker: ${describe(cause)}`)
       }),
       (worker) =>
-        Deferred.isDone(exited).pipe(
-          Effect.flatMap((done) =>
-            done ? Effect.void : Effect.zipRight(
-              Effect.sync(() => {
-                // held open until it has closed its connection, so the scope's later finalizers run
-                worker.ref()
-                worker.postMessage("stop")
+        Effect.flatMap(Effect.all([Deferred.isDone(ready), Deferred.isDone(exited)]), ([started, ended]) => {
+          if (ended) return Effect.void
+          // still loading its driver (up to 100 ms or more on Node): a short-lived process need not
+          // wait for it; it has no connection yet, or one it has not used
+          if (!started) return Effect.promise(() => worker.terminate())
+          return Effect.zipRight(
+            Effect.sync(() => {
+              // held open until it has closed its connection, so the scope's later finalizers run
+              worker.ref()
+              worker.postMessage("stop")
+            }),
+            Deferred.await(exited).pipe(
+              Effect.timeoutTo({
+                duration: "5 seconds",
+                onSuccess: () => Effect.void,
+                onTimeout: () => Effect.promise(() => worker.terminate())
               }),
-              Deferred.await(exited).pipe(
-                Effect.timeoutTo({
-                  duration: "5 seconds",
-                  onSuccess: () => Effect.void,
-                  onTimeout: () => Effect.promise(() => worker.terminate())
-                }),
-                Effect.flatten
-              )
+              Effect.flatten
             )
           )
-        )
+        })
     )
     let failure: string | undefined
     worker.on("message", () => Deferred.unsafeDone(ready, Exit.void))
