@@ -14,6 +14,7 @@ import type { Layer } from "effect"
 import { Effect, Fiber, Redacted, Stream } from "effect"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
+import { mainThreadCpuMs, mainThreadCpuMsPer } from "./threadCpu.js"
 
 const SEQUENTIAL = Number(process.env.W2_SEQUENTIAL ?? 10_000)
 const CONCURRENT = Number(process.env.W2_CONCURRENT ?? 1_000)
@@ -42,6 +43,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     const resumes: Array<number> = []
     let start = performance.now()
     let cpu = process.cpuUsage()
+    let mainCpu = mainThreadCpuMs()
     for (let i = 0; i < SEQUENTIAL; i++) {
       const t0 = performance.now()
       const paused = yield* gate.authorize(bash(`seq-${i}`))
@@ -56,6 +58,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     }
     const sequential = SEQUENTIAL / ((performance.now() - start) / 1000)
     const sequentialCpu = cpuMsPer(cpu, SEQUENTIAL)
+    const sequentialMainCpu = mainThreadCpuMsPer(mainCpu, SEQUENTIAL)
     console.error(`sequential: ${Math.round(sequential)} round trips/s`)
 
     start = performance.now()
@@ -91,6 +94,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     // theirs): the answers are in flight too, so group commit takes them together
     start = performance.now()
     cpu = process.cpuUsage()
+    mainCpu = mainThreadCpuMs()
     yield* Effect.forEach(
       Array.from({ length: CONCURRENT }, (_, i) => bash(`self-${i}`)),
       (call) =>
@@ -104,6 +108,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     )
     const selfApproved = CONCURRENT / ((performance.now() - start) / 1000)
     const selfApprovedCpu = cpuMsPer(cpu, CONCURRENT)
+    const selfApprovedMainCpu = mainThreadCpuMsPer(mainCpu, CONCURRENT)
     return {
       sequentialRoundTripsPerSec: Math.round(sequential),
       concurrentRoundTripsPerSec: Math.round(concurrent),
@@ -112,6 +117,9 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
       sequentialCpuMsPerRoundTrip: sequentialCpu,
       concurrentCpuMsPerRoundTrip: concurrentCpu,
       concurrentSelfApprovedCpuMsPerRoundTrip: selfApprovedCpu,
+      // of it on the main thread (Linux): the rest is the runtime's threads and the checkpoint worker
+      sequentialMainThreadCpuMsPerRoundTrip: sequentialMainCpu,
+      concurrentSelfApprovedMainThreadCpuMsPerRoundTrip: selfApprovedMainCpu,
       pauseP50ms: percentile(pauses, 0.5),
       pauseP99ms: percentile(pauses, 0.99),
       resumeP50ms: percentile(resumes, 0.5),

@@ -24,7 +24,7 @@ import {
   writeFileSync
 } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join, relative } from "node:path"
+import { basename, dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { postgresUrl } from "../support/postgresSuite.js"
 import { pgSchema, pgUrl } from "../support/sqlStores.js"
@@ -351,6 +351,15 @@ describe.skipIf(!reachable)("the packages as a user installs them", () => {
     const result = succeeded("bun consumer.ts", await run([bun, "consumer.ts"], app, env))
     expect(result.stdout.trim()).toBe(expected(pgUrl !== undefined))
   }, 120_000)
+
+  test("the installed @tool-gate/sqlite checkpoints in its worker thread, under Node and under Bun", async () => {
+    for (const runtime of [node!, bun]) {
+      const db = join(scratch, `checkpoints-${basename(runtime)}.db`)
+      const result = succeeded(`${runtime} checkpoints.mjs`, await run([runtime, "checkpoints.mjs", db], app))
+      expect(result.stdout.trim()).toBe("checkpointed")
+      expect(result.stderr).toBe("")
+    }
+  }, 60_000)
 
   /**
    * What tests/packaging/app/mcp-client.mjs printed: the tools it listed, the two calls' results,

@@ -4,7 +4,8 @@
  * `@effect/sql-sqlite-bun` (bun:sqlite), elsewhere `@effect/sql-sqlite-node` (better-sqlite3,
  * which does not load in Bun). A process waiting on an answer is woken when another process
  * commits, by a watch on the database's directory (the WAL file changes on every commit), with a
- * slow poll behind it.
+ * slow poll behind it. WAL checkpoints run in a background thread (`checkpoints`), not in the
+ * commits of the event loop.
  *
  * @example
  * import { Policy, ToolGate } from "@tool-gate/core"
@@ -30,6 +31,7 @@ import type { ConfigError, Duration } from "effect"
 import { Clock, Config, Context, Effect, Layer, Option, Stream } from "effect"
 import { mkdirSync, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
+import * as WalCheckpoints from "./internal/walCheckpoints.js"
 
 /**
  * @since 0.1.0
@@ -40,6 +42,16 @@ export interface StoreOptions extends SqlApprovalStore.Options {
   readonly filename: string
   /** the poll behind the file watch (default 250 ms) */
   readonly fallbackInterval?: Duration.DurationInput | undefined
+  /**
+   * Where WAL checkpoints (copying the write-ahead log back into the database) run.
+   * `background` (default): in a worker thread with its own connection, whenever the log holds
+   * a quarter of `walAutocheckpointPages` not yet copied back, so commits no longer stall the
+   * event loop for a checkpoint and its `fsync`s; the store's connection keeps its own automatic
+   * checkpoint at `walAutocheckpointPages` as a backstop (a worker that cannot start or dies is
+   * logged, and the store goes on with that checkpoint alone). `inline`: SQLite's automatic
+   * checkpoint only, inside the commit that crosses `walAutocheckpointPages`.
+   */
+  readonly checkpoints?: "background" | "inline" | undefined
 }
 
 /**
@@ -149,20 +161,34 @@ export const layerFileFeed = (
     changes: Stream.as(fileChanges(filename, fallbackInterval), undefined)
   })
 
+/** The worker checkpoints at this fraction of the connection's own (the backstop's) threshold. */
+const WORKER_SHARE = 4
+
 /**
- * The durable stores on the file (migrated on open): approvals and checkpoints, one connection.
+ * The durable stores on the file (migrated on open): approvals and checkpoints, one connection;
+ * WAL checkpoints in a background thread unless `checkpoints: "inline"`.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerStore = (
   options: StoreOptions
-): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
-  ToolGateSql.layerStore(
+): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> => {
+  const stores = ToolGateSql.layerStore(
     options,
     layerClient(options.filename),
     layerFileFeed(options.filename, options.fallbackInterval)
   )
+  if (options.checkpoints === "inline") return stores
+  const pages = Math.max(1, Math.trunc(options.walAutocheckpointPages ?? 10_000))
+  return WalCheckpoints.layer({
+    filename: resolve(options.filename),
+    threshold: Math.max(1, Math.floor(pages / WORKER_SHARE)),
+    backstop: pages,
+    synchronous: options.synchronous ?? "normal",
+    busyTimeoutMs: options.busyTimeoutMs ?? 5000
+  }).pipe(Layer.provideMerge(stores))
+}
 
 /**
  * The gate, checkpoints and their stores on the file: everything a pipeline needs.
