@@ -25,7 +25,7 @@ import {
   type HttpApi,
   HttpApiBuilder,
   HttpApiError,
-  type HttpApp,
+  HttpApp,
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
@@ -41,7 +41,7 @@ import {
   ToolGate,
   ToolGateError
 } from "@tool-gate/core"
-import { Context, Effect, Exit, Layer, Option, type Redacted, Schema, Scope } from "effect"
+import { Context, Effect, Exit, FiberRef, Layer, Option, type Redacted, Schema, Scope } from "effect"
 import { PassThrough } from "node:stream"
 import {
   Api,
@@ -576,7 +576,9 @@ const builtInTracer = Effect.runSync(Effect.tracer)
 /**
  * The lean routes on Node's server itself (`internal/nodeFastPath.ts`), when the server is
  * `Server.layerNodeServer`'s, no tracer is installed (the platform's span of each request stays
- * where one is) and the bearer check is `Auth.layer`'s (it reads nothing but the token).
+ * where one is), the bearer check is `Auth.layer`'s (it reads nothing but the token) and no
+ * handler of the program's own is set for every response (`Server.layerApp` sets its headers on
+ * the served app alone, and the fast path sets the same ones).
  */
 const installNodeFastPath = (
   limitBytes: number,
@@ -589,6 +591,8 @@ const installNodeFastPath = (
     if (fastPath._tag === "None" || (yield* Effect.tracer) !== builtInTracer || !PlainAuth.isPlain(authenticate)) {
       return
     }
+    // a handler of the program's own for every response would be skipped: leave it the platform
+    if (Option.isSome(yield* FiberRef.get(HttpApp.currentPreResponseHandlers))) return
     const runtime = yield* Effect.runtime<never>()
     // as the API answers: its error encoding, then the platform's answer to anything else
     const encodeErrors = yield* HttpApiBuilder.buildMiddleware(Api)

@@ -15,6 +15,8 @@ export type Listener = (request: IncomingMessage, response: ServerResponse) => b
 export class NodeFastPath extends Context.Tag("@tool-gate/server/internal/NodeFastPath")<NodeFastPath, {
   /** Puts the listener in place for the scope (one at a time: a later one replaces it). */
   readonly install: (listener: Listener) => Effect.Effect<void, never, Scope.Scope>
+  /** whether a listener is in place */
+  readonly installed: () => boolean
 }>() {}
 
 /** The fast path of `server`: its `request` events go to the installed listener first. */
@@ -37,6 +39,7 @@ export const attach = (server: Server): NodeFastPath["Type"] => {
           Effect.sync(() => {
             if (current === listener) current = undefined
           })
-      )
+      ),
+    installed: () => current !== undefined
   })
 }
