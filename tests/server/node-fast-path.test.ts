@@ -105,10 +105,6 @@ describe("the Node fast path", () => {
     Effect.gen(function*() {
       const builtIn = yield* Effect.tracer
       const recording = Tracer.make({ span: (...args) => builtIn.span(...args), context: (f) => f() })
-      const traced = yield* build(
-        Server.layer({ port: 0, tokens: tokenList }).pipe(Layer.provide(Layer.setTracer(recording)))
-      )
-      expect(traced.installed).toBe(false)
       // the app of Server.layerApp, with a check that is not Auth.layer's
       const ownCheck = Layer.succeed(
         Auth.Authentication,
@@ -132,5 +128,10 @@ describe("the Node fast path", () => {
         )
       )
       expect(marked.installed).toBe(false)
+      // last: the tracer stays set on this fiber while the test's scope is open
+      const traced = yield* build(
+        Server.layer({ port: 0, tokens: tokenList }).pipe(Layer.provide(Layer.setTracer(recording)))
+      )
+      expect(traced.installed).toBe(false)
     }))
 })
