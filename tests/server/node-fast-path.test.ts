@@ -13,7 +13,7 @@ import { Auth, Http, Server } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
 import { Context, Effect, Exit, Layer, Option, Scope, Tracer } from "effect"
-import { createServer } from "node:http"
+import { createServer, request as httpRequest } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import * as NodeFastPath from "../../packages/server/src/internal/nodeFastPath.js"
@@ -99,6 +99,37 @@ describe("the Node fast path", () => {
       const conflicting = yield* answer("deny")
       expect(conflicting.status).toBe(409)
       expect(conflicting.cache).toBe("no-store")
+    }))
+
+  it.live("a request that fails a check gets the platform's refusal, whatever its Host header says", () =>
+    Effect.gen(function*() {
+      const { url } = yield* build(Server.layer({ port: 0, tokens: tokenList }))
+      const { port } = new URL(url)
+      const reply = yield* Effect.promise(() =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const body = JSON.stringify({ decision: "approve_once" })
+          const request = httpRequest({
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path: "/approvals/req_unknown/respond",
+            headers: {
+              host: "elsewhere/x",
+              authorization: "Bearer not-a-token-0123456789",
+              "content-type": "application/json",
+              "content-length": String(Buffer.byteLength(body))
+            }
+          }, (response) => {
+            let text = ""
+            response.on("data", (chunk) => (text += chunk))
+            response.on("end", () => resolve({ status: response.statusCode!, body: text }))
+          })
+          request.on("error", reject)
+          request.end(body)
+        })
+      )
+      expect(reply.status).toBe(401)
+      expect(JSON.parse(reply.body)._tag).toBe("Unauthorized")
     }))
 
   it.live("not with a tracer installed, a bearer check of one's own, or a handler of every response", () =>

@@ -183,7 +183,8 @@ export const makeNode = <E1, E2, R>(options: {
       else if (value !== undefined) headers.set(name, value)
     }
     return HttpServerRequest.fromWeb(
-      new Request(`http://${request.headers.host ?? "localhost"}${request.url ?? "/"}`, {
+      // the path only: what the Host header says plays no part in the routes
+      new Request(`http://localhost${request.url ?? "/"}`, {
         method: request.method ?? "GET",
         headers,
         ...(text === undefined ? {} : { body: text })
