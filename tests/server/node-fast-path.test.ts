@@ -101,35 +101,43 @@ describe("the Node fast path", () => {
       expect(conflicting.cache).toBe("no-store")
     }))
 
-  it.live("a request that fails a check gets the platform's refusal, whatever its Host header says", () =>
+  /** A POST over Node's client, with exactly the headers given (fetch would add a content type). */
+  const rawPost = (url: string, path: string, headers: Record<string, string>, body: string) =>
+    Effect.promise(() =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const { hostname, port } = new URL(url)
+        const request = httpRequest({
+          host: hostname,
+          port,
+          method: "POST",
+          path,
+          headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }
+        }, (response) => {
+          let text = ""
+          response.on("data", (chunk) => (text += chunk))
+          response.on("end", () => resolve({ status: response.statusCode!, body: text }))
+        })
+        request.on("error", reject)
+        request.end(body)
+      })
+    )
+
+  it.live("a request that fails a check gets the platform's refusal, whatever its Host and content type", () =>
     Effect.gen(function*() {
       const { url } = yield* build(Server.layer({ port: 0, tokens: tokenList }))
-      const { port } = new URL(url)
-      const reply = yield* Effect.promise(() =>
-        new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const body = JSON.stringify({ decision: "approve_once" })
-          const request = httpRequest({
-            host: "127.0.0.1",
-            port,
-            method: "POST",
-            path: "/approvals/req_unknown/respond",
-            headers: {
-              host: "elsewhere/x",
-              authorization: "Bearer not-a-token-0123456789",
-              "content-type": "application/json",
-              "content-length": String(Buffer.byteLength(body))
-            }
-          }, (response) => {
-            let text = ""
-            response.on("data", (chunk) => (text += chunk))
-            response.on("end", () => resolve({ status: response.statusCode!, body: text }))
-          })
-          request.on("error", reject)
-          request.end(body)
-        })
-      )
-      expect(reply.status).toBe(401)
-      expect(JSON.parse(reply.body)._tag).toBe("Unauthorized")
+      const body = JSON.stringify({ decision: "approve_once" })
+      const unknown = { authorization: "Bearer not-a-token-0123456789" }
+      for (
+        const headers of [
+          { ...unknown, host: "elsewhere/x", "content-type": "application/json" },
+          // no content type at all: read as JSON
+          unknown
+        ]
+      ) {
+        const reply = yield* rawPost(url, "/approvals/req_unknown/respond", headers, body)
+        expect(reply.status).toBe(401)
+        expect(JSON.parse(reply.body)._tag).toBe("Unauthorized")
+      }
     }))
 
   it.live("not with a tracer installed, a bearer check of one's own, or a handler of every response", () =>

@@ -132,6 +132,8 @@ export const make = <E1, E2>(
     })
 }
 
+const encoder = new TextEncoder()
+
 /** A response as the platform's Node server writes it (`handleResponse`), for the bodies these routes answer with. */
 const writeResponse = (response: ServerResponse, answer: HttpServerResponse.HttpServerResponse) => {
   if (response.writableEnded) return
@@ -187,7 +189,8 @@ export const makeNode = <E1, E2, R>(options: {
       new Request(`http://localhost${request.url ?? "/"}`, {
         method: request.method ?? "GET",
         headers,
-        ...(text === undefined ? {} : { body: text })
+        // as bytes: a string body would bring a text/plain content type of its own
+        ...(text === undefined ? {} : { body: encoder.encode(text) })
       })
     )
   }
