@@ -550,6 +550,11 @@ export const layerBodyLimit = (limitBytes: number): Layer.Layer<never> =>
  * error bodies, without the router's lookup and the HttpApi route's per-request work (small next
  * to the gate's: tens of µs per answer). Use it instead of `layerBodyLimit`, not beside it.
  *
+ * On the server of `Server.layerNodeServer`, with no tracer installed and `Auth.layer`'s tokens,
+ * the two are served on Node's server itself, before the platform: a request that passes every
+ * check runs its handler there (about 0.3 ms less of main thread per answer on Bun), and one
+ * that fails any goes through this middleware, so its refusal is the same.
+ *
  * @since 0.1.0
  * @category layers
  */
