@@ -219,21 +219,25 @@ export const makeNode = <E1, E2, R>(options: {
     const token = Redacted.make((request.headers.authorization ?? "").slice(bearerLength))
     const answered: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> = plain
       ? Effect.flatMap(
-        Effect.option(options.authenticate(token)),
+        Effect.option(Effect.suspend(() => options.authenticate(token))),
         (principal) =>
           principal._tag === "None"
-            ? options.fallback(rebuilt(request, text))
+            ? Effect.suspend(() => options.fallback(rebuilt(request, text)))
             : Effect.flatMap(run(body), (handler) =>
               handler._tag === "None"
-                ? options.fallback(rebuilt(request, text))
+                ? Effect.suspend(() => options.fallback(rebuilt(request, text)))
                 : Effect.catchAllCause(
                   Effect.provideService(handler.value, Auth.CurrentPrincipal, principal.value),
                   options.encodeFailure
                 ))
       )
-      : options.fallback(rebuilt(request, text))
+      : Effect.suspend(() => options.fallback(rebuilt(request, text)))
     const fiber = runFork(
-      Effect.map(answered, (answer) => writeResponse(response, options.finish(url, answer)))
+      Effect.map(
+        // a defect anywhere here (a request that cannot be rebuilt) is the platform's 500, not silence
+        Effect.catchAllCause(answered, options.encodeFailure),
+        (answer) => writeResponse(response, options.finish(url, answer))
+      )
     )
     // as the platform does: a client gone before its answer interrupts the work for it
     response.on("close", () => {
