@@ -72,6 +72,8 @@ export interface Options {
   readonly sessions: number
   /** the last seq before the load */
   readonly afterSeq: number
+  /** where the SSE clients that replay start (default 0: the whole log) */
+  readonly replayAfterSeq?: number
   readonly sseClients: number
   readonly answerConnections?: number
   readonly readConnections?: number
@@ -299,7 +301,12 @@ export const runLoad = (options: Options) =>
           Array.from(
             { length: options.sseClients },
             (_, i) =>
-              openStream(options.url, options.token, i % 2 === 0 ? 0 : options.afterSeq, i % 4 >= 2 ? 100 : undefined)
+              openStream(
+                options.url,
+                options.token,
+                i % 2 === 0 ? options.replayAfterSeq ?? 0 : options.afterSeq,
+                i % 4 >= 2 ? 100 : undefined
+              )
           )
         )
       ),

@@ -15,14 +15,16 @@
  * W7_SSE_ANSWERS answers are then given and every stream must receive every event they make.
  *
  *   bun bench/w7.ts        W7_PENDING=10000 W7_SSE_CLIENTS=1000 W7_SSE_ANSWERS=100 by default; W7_STORES=pg
- *                          (or sqlite) for one store; LOAD_READ_CONNECTIONS=0 without the pending reads;
+ *                          (or sqlite) for one store; W7_MEMORY=0 without the memory run; W7_WARMUP=N
+ *                          answers under the same load before the measured ones (JIT settled);
+ *                          LOAD_READ_CONNECTIONS=0 without the pending reads;
  *                          the load itself as bench/load.ts (LOAD_REQUESTS=2000 ...)
  */
-import type { ApprovalStore } from "@tool-gate/core"
+import { ApprovalStore } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, type Layer, Redacted } from "effect"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -33,6 +35,9 @@ const PENDING = Number(process.env.W7_PENDING ?? 10_000)
 const SSE_CLIENTS = Number(process.env.W7_SSE_CLIENTS ?? 1000)
 const SSE_ANSWERS = Number(process.env.W7_SSE_ANSWERS ?? 100)
 const DEADLINE_MS = Number(process.env.LOAD_DEADLINE_S ?? 120) * 1000
+const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2000)
+/** answers given under the same load before the measured ones, so the server's JIT has settled */
+const WARMUP = Number(process.env.W7_WARMUP ?? 0)
 
 /** The process's resident set, in MB. */
 const rssMb = (pid: number) => {
@@ -53,23 +58,58 @@ const cpuMs = (pid: number) => statCpuMs(`/proc/${pid}/stat`)
 /** The CPU time of the process's main thread, the one that runs its JavaScript, in ms. */
 const mainThreadCpuMs = (pid: number) => statCpuMs(`/proc/${pid}/task/${pid}/stat`)
 
+/** CPU time in ms of each of the process's threads, summed by thread name (`comm`). */
+const threadCpuMs = (pid: number): Record<string, number> => {
+  const byName: Record<string, number> = {}
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8")
+      const name = task === String(pid) ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
+      byName[name] = (byName[name] ?? 0) + statCpuMs(`/proc/${pid}/task/${task}/stat`)
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return byName
+}
+
 /** The load of bench/load.ts against a server process, with the server's CPU time per answer. */
 const load = async <E>(
   kind: "sqlite" | "pg",
   target: string,
   storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
 ) => {
-  const server = await startServer(kind, target)
+  const server = await startServer(kind, target, WARMUP + REQUESTS)
   try {
+    const options = {
+      ...server,
+      token,
+      sessions: 50,
+      sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8),
+      readConnections: Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
+    }
+    let afterSeq = server.afterSeq
+    if (WARMUP > 0) {
+      const warmup = await Effect.runPromise(
+        runLoad({ ...options, requestIds: server.requestIds.slice(0, WARMUP) }).pipe(Effect.provide(storeLayer))
+      )
+      if (!warmup.answeredExactlyOnce || warmup.lostEvents + warmup.duplicateEvents + warmup.errors > 0) {
+        throw new Error(`the warm-up went wrong: ${JSON.stringify(warmup)}`)
+      }
+      afterSeq = await Effect.runPromise(
+        Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq).pipe(Effect.provide(storeLayer))
+      )
+    }
     const before = cpuMs(server.pid)
     const mainBefore = mainThreadCpuMs(server.pid)
+    const threadsBefore = threadCpuMs(server.pid)
     const figures = await Effect.runPromise(
       runLoad({
-        ...server,
-        token,
-        sessions: 50,
-        sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8),
-        readConnections: Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
+        ...options,
+        requestIds: server.requestIds.slice(WARMUP),
+        afterSeq,
+        // the replaying clients replay as many events as without a warm-up: the measured requests' creation
+        replayAfterSeq: Math.max(0, afterSeq - Math.round(server.afterSeq * REQUESTS / (WARMUP + REQUESTS)))
       }).pipe(
         Effect.provide(storeLayer)
       )
@@ -79,12 +119,19 @@ const load = async <E>(
     // the rest is mostly the JIT compiling a fresh process's code while it runs
     const serverMainThreadCpuMsPerAnswer = perAnswer(mainThreadCpuMs(server.pid) - mainBefore)
     const clientCpuMsPerAnswer = perAnswer(figures.clientCpuMs)
+    // which threads the rest is (JavaScriptCore's GC helpers, its JIT, the file watcher...)
+    const serverThreadCpuMsPerAnswer = Object.fromEntries(
+      Object.entries(threadCpuMs(server.pid))
+        .map(([name, ms]) => [name, perAnswer(ms - (threadsBefore[name] ?? 0))] as const)
+        .filter(([, ms]) => ms > 0)
+    )
     return {
       answersPerSec: figures.answeredPerSec,
       answerP50ms: figures.answerP50ms,
       answerP99ms: figures.answerP99ms,
       serverCpuMsPerAnswer,
       serverMainThreadCpuMsPerAnswer,
+      serverThreadCpuMsPerAnswer,
       clientCpuMsPerAnswer,
       serverRssMb: rssMb(server.pid),
       requests: figures.requests,
@@ -226,8 +273,10 @@ if (import.meta.main && stores.includes("sqlite")) {
     const filename = join(dir, "load.db")
     const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }))
     console.log(JSON.stringify({ workload: "W7 SQLite", ...figures }))
-    const memory = await memoryAtScale(join(dir, "scale.db"))
-    console.log(JSON.stringify({ workload: "W7 SQLite memory", ...memory }))
+    if (process.env.W7_MEMORY !== "0") {
+      const memory = await memoryAtScale(join(dir, "scale.db"))
+      console.log(JSON.stringify({ workload: "W7 SQLite memory", ...memory }))
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -28,6 +28,7 @@ import { type ApprovalRequest, Glob, ToolGateError } from "@tool-gate/core"
 import { Config, Context, Effect, Either, Layer, Redacted, Schema } from "effect"
 import type { LazyArg } from "effect/Function"
 import { createHash, timingSafeEqual } from "node:crypto"
+import * as PlainAuth from "./internal/plainAuth.js"
 
 /**
  * `approver` may answer requests and revoke session approvals, and read everything an auditor
@@ -233,7 +234,7 @@ export const makeVerifier = (tokens: ReadonlyArray<TokenConfig>) => {
  * @category layers
  */
 export const layer = (tokens: ReadonlyArray<TokenConfig>): Layer.Layer<Authentication> => {
-  const verify = makeVerifier(tokens)
+  const verify = PlainAuth.mark(makeVerifier(tokens))
   return Layer.succeed(Authentication, Authentication.of({ bearer: verify }))
 }
 

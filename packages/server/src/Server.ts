@@ -25,16 +25,17 @@
  *
  * @since 0.1.0
  */
-import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpMiddleware, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpApp, HttpMiddleware } from "@effect/platform"
 import type { HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import type { ApprovalStore, ToolGate } from "@tool-gate/core"
 import { Effect, Layer, Option } from "effect"
-import { createHash } from "node:crypto"
 import { createServer } from "node:http"
 import * as Auth from "./Auth.js"
 import * as Http from "./Http.js"
+import * as NodeFastPath from "./internal/nodeFastPath.js"
+import * as ResponseHeaders from "./internal/responseHeaders.js"
 import * as WebConsole from "./WebConsole.js"
 
 /**
@@ -51,48 +52,8 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
 }
 
-/** Swagger UI's page: its one inline script and one inline style, allowed by their hashes. */
-const docsPath = "/docs"
-
-const hashes = (html: string, tag: "script" | "style"): string =>
-  Array.from(
-    html.matchAll(tag === "script" ? /<script>([\s\S]*?)<\/script>/g : /<style>([\s\S]*?)<\/style>/g),
-    (match) => `'sha256-${createHash("sha256").update(match[1]!, "utf8").digest("base64")}'`
-  ).join(" ")
-
-// The page is built once, so its policy is too; keyed by the response the Swagger layer reuses.
-const docsPolicies = new WeakMap<HttpServerResponse.HttpServerResponse, string>()
-const docsPolicy = (response: HttpServerResponse.HttpServerResponse): string => {
-  let policy = docsPolicies.get(response)
-  if (policy === undefined) {
-    const html = response.body._tag === "Uint8Array" ? new TextDecoder().decode(response.body.body) : ""
-    policy = `default-src 'none'; script-src ${hashes(html, "script")}; style-src ${hashes(html, "style")}; ` +
-      "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    docsPolicies.set(response, policy)
-  }
-  return policy
-}
-
-/**
- * Headers set just before a response is written, whoever made it (handlers, the platform's decode
- * errors, Swagger UI): schema-encoded errors cannot carry headers, and RFC 9110 wants a challenge
- * on every 401. API answers carry pending arguments, audit events and identities, so no cache may
- * keep them; nothing is sniffed into another type; pages cannot be framed.
- */
-const responseHeaders: HttpApp.PreResponseHandler = (request, response) => {
-  const path = request.url.split("?")[0]!
-  const headers: Record<string, string> = { "x-content-type-options": "nosniff" }
-  if (response.status === 401) headers["www-authenticate"] = "Bearer realm=\"tool-gate\""
-  if (path === docsPath) {
-    headers["content-security-policy"] = docsPolicy(response)
-    headers["x-frame-options"] = "DENY"
-  } else if (path === "/" || path === WebConsole.path || path.startsWith(`${WebConsole.path}/`)) {
-    headers["x-frame-options"] = "DENY"
-  } else {
-    headers["cache-control"] = "no-store"
-  }
-  return Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-}
+const responseHeaders: HttpApp.PreResponseHandler = (request, response) =>
+  Effect.succeed(ResponseHeaders.finish(request.url, response))
 
 /**
  * `responseHeaders` after any handler already in place, for every request the served app answers:
@@ -147,7 +108,7 @@ export const layerApp = (
     Layer.provide(
       Layer.mergeAll(
         HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
-        HttpApiSwagger.layer({ path: docsPath }),
+        HttpApiSwagger.layer({ path: ResponseHeaders.docsPath }),
         WebConsole.layer,
         Http.layerBodyLimitWithLeanRoutes(options.maxBodyBytes ?? 64 * 1024)
       )
@@ -160,6 +121,8 @@ export const layerApp = (
  * Node's HTTP server, closed promptly: a graceful close waits for every connection to end, and
  * event streams (the console's, `audit --follow`) never end by themselves, so on release every
  * connection is cut first (this finalizer is added after the server's own close, so runs before).
+ * `layerApp` serves answers and pending lists on this server before the platform
+ * (`Http.layerBodyLimitWithLeanRoutes`).
  *
  * @since 0.1.0
  * @category layers
@@ -167,13 +130,17 @@ export const layerApp = (
 export const layerNodeServer = (options: Pick<Options, "port" | "host">) =>
   Layer.unwrapEffect(Effect.sync(() => {
     const server = createServer()
+    const fastPath = Layer.succeed(NodeFastPath.NodeFastPath, NodeFastPath.attach(server))
     const cutConnections = Layer.scopedDiscard(
       Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
     )
-    return cutConnections.pipe(
-      Layer.provideMerge(
-        NodeHttpServer.layer(() => server, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" })
-      )
+    return Layer.merge(
+      cutConnections.pipe(
+        Layer.provideMerge(
+          NodeHttpServer.layer(() => server, { port: options.port ?? 7070, host: options.host ?? "127.0.0.1" })
+        )
+      ),
+      fastPath
     )
   }))
 
