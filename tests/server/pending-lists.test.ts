@@ -70,7 +70,7 @@ describe("pending lists", () => {
       expect(yield* lists()).toEqual([[], [], []])
 
       // an expiry, an answer that grants a session approval, an answer through the API
-      const quick = yield* paused(other, { id: "q1", name: "quick", sessionKey: "s1" })
+      const quick = yield* paused(other, { id: "q1", name: "brief", sessionKey: "s1" })
       const granted = yield* paused(other, bash("team-a-1", "p4"))
       const viaApi = yield* paused(server.gate, bash("s1", "p5"))
       expect(yield* lists()).toEqual([[quick, viaApi], [granted], [quick, granted, viaApi]])

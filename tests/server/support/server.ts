@@ -23,7 +23,10 @@ export const tokenList: ReadonlyArray<Auth.TokenConfig> = [
   { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
 ]
 
-/** `bash` waits for a human (5 minutes), `quick` for 50 ms, `rm` and `bash shutdown*` are denied, the rest allowed. */
+/**
+ * `bash` waits for a human (5 minutes), `quick` for 50 ms, `brief` for 2 s (an expiry a test reads
+ * lists before, on a busy machine too), `rm` and `bash shutdown*` are denied, the rest allowed.
+ */
 export const policy = Policy.unsafeMake({
   deny: [{ tool: "rm", reason: "never" }, {
     id: "no-shutdown",
@@ -31,7 +34,7 @@ export const policy = Policy.unsafeMake({
     args: { command: "shutdown*" },
     reason: "not from here"
   }],
-  requireApproval: ["bash", { tool: "quick", ttlMs: 50 }]
+  requireApproval: ["bash", { tool: "quick", ttlMs: 50 }, { tool: "brief", ttlMs: 2000 }]
 })
 
 export const bash = (sessionKey: string, id: string, command = `echo ${id}`) => ({
