@@ -15,6 +15,7 @@
  *
  * DB is a SQLite file path, or a postgres:// URL (then the PostgreSQL store with LISTEN/NOTIFY).
  */
+import "./commitStamps.js"
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
@@ -122,7 +123,12 @@ const program = Effect.gen(function*() {
                 respondedBy: "bench"
               })
             ),
-            Effect.zipRight(say({ event: "answered", requestId: e.requestId }))
+            // with TOOLGATE_STAMP_COMMITS=1, when the answer's COMMIT returned (the bench's origin)
+            Effect.zipRight(
+              Effect.suspend(() =>
+                say({ event: "answered", requestId: e.requestId, committedAt: globalThis.toolgateLastCommit })
+              )
+            )
           )
         )
       )
