@@ -7,7 +7,7 @@
 import type { ApprovalRequest } from "@tool-gate/core"
 import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, Fiber, type Layer, TestClock } from "effect"
+import { Effect, Fiber, type Layer, Supervisor, TestClock } from "effect"
 import { waitForPending } from "../../../contract/toolGateSuite.js"
 import { describe, it } from "../../../support/effectTest.js"
 import { sqliteStore } from "../../../support/sqlStores.js"
@@ -15,6 +15,14 @@ import { sqliteStore } from "../../../support/sqlStores.js"
 const policy = Policy.unsafeMake({ requireApproval: [{ tool: "bash", ttlMs: 10_000 }] })
 
 const bash = (id: string) => ({ id, name: "bash", sessionKey: "s1", args: { command: `make ${id}`, n: 1 } })
+
+/** `turns` turns of the event loop, or fewer when `done()`. */
+const until = (done: () => boolean, turns = 10_000) =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < turns && !done(); turn++) {
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+    }
+  })
 
 /** The store with its reads of requests counted. */
 const counted = (store: ApprovalStore.ApprovalStore["Type"]) => {
@@ -79,6 +87,26 @@ for (const [name, storeLayer] of stores) {
           expect(settled).toEqual(respondedWith)
         }).pipe(Effect.provide(storeLayer())))
     }
+
+    it.scoped("no fiber outlives the wait: the deadline's timer ends with it, for awaitDecision and for gate", () =>
+      Effect.gen(function*() {
+        const { gate } = yield* gateOver()
+        const supervisor = yield* Supervisor.track
+        yield* gate.authorize(bash("c1"))
+        const [first] = yield* waitForPending(gate, 1)
+        const waiting = yield* Effect.fork(Effect.supervised(gate.awaitDecision(first!.requestId), supervisor))
+        const gated = yield* Effect.fork(Effect.supervised(gate.gate(bash("c2"), () => Effect.void), supervisor))
+        yield* until(() => false, 20)
+        // each waits with its deadline's timer
+        expect((yield* supervisor.value).length).toBeGreaterThanOrEqual(2)
+        for (const request of yield* gate.pending()) {
+          yield* gate.respond(request.requestId, { decision: "approve_once" })
+        }
+        yield* Fiber.join(waiting)
+        yield* Fiber.join(gated)
+        yield* until(() => false, 20)
+        expect(yield* supervisor.value).toEqual([])
+      }).pipe(Effect.provide(storeLayer())))
 
     it.scoped("an approval with edited arguments: read from the row after the wake", () =>
       Effect.gen(function*() {

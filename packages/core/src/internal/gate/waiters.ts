@@ -102,7 +102,9 @@ export const makeWaiters = (): Waiters => {
 /**
  * Waits for a wake-up or the request's deadline, whichever comes first: the event that woke it,
  * or `undefined`. Past the deadline here but not yet on the store's clock, looks again shortly.
- * (The deadline's timer settles the wake-up itself: one fiber forked, where a race forks two.)
+ * (The deadline's timer settles the wake-up itself: one fiber forked, where a race forks two. It
+ * is forked where interruption is off, so it is made interruptible: else it would outlive the
+ * wait, to its deadline.)
  */
 export const untilWokenOrDue = (
   wakeUp: WakeUp,
@@ -111,7 +113,9 @@ export const untilWokenOrDue = (
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const wait = pending.expiresAt <= now ? 10 : pending.expiresAt - now
     return Effect.acquireUseRelease(
-      Effect.forkDaemon(Effect.zipRight(Effect.sleep(Duration.millis(wait)), Deferred.succeed(wakeUp, undefined))),
+      Effect.forkDaemon(
+        Effect.interruptible(Effect.zipRight(Effect.sleep(Duration.millis(wait)), Deferred.succeed(wakeUp, undefined)))
+      ),
       () => Deferred.await(wakeUp),
       Fiber.interruptFork
     )
