@@ -2,9 +2,9 @@
  * Real Node processes sharing one SQLite file: answers from another process, recovery after
  * SIGKILL, racing responders, and expiry of requests whose TTL passed while nothing ran.
  */
-import { ApprovalStore } from "@tool-gate/core"
+import { type ApprovalRequest, ApprovalStore } from "@tool-gate/core"
 import { afterAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -38,6 +38,40 @@ describe("processes sharing a SQLite file (Node, better-sqlite3)", () => {
     expect(events.map((e) => e.type)).toEqual(["approval.requested", "approval.resolved"])
     expect(events[1]!.actor).toBe("ana")
   })
+
+  test(
+    "what a waiter returns when another process answers is the request the store holds, for each kind of answer",
+    async () => {
+      const answers: ReadonlyArray<readonly [ApprovalRequest.ApprovalResponse["decision"], string | undefined]> = [
+        ["approve_once", undefined],
+        ["approve_session", JSON.stringify({ sessionTtlMs: 60_000, reason: "for the afternoon" })],
+        ["approve_session", JSON.stringify({ scope: "tool" })],
+        ["deny", JSON.stringify({ reason: "not on a Friday" })]
+      ]
+      for (const [i, [decision, more]] of answers.entries()) {
+        const db = freshDb()
+        const waiter = await spawnWorker(["wait", db, "s1", `call-${i}`])
+        const paused = await waiter.next("paused")
+        const answer = await runWorker([
+          "answer",
+          db,
+          String(paused.requestId),
+          decision,
+          "ana",
+          ...(more ? [more] : [])
+        ])
+        const resolved = await waiter.next("resolved")
+        expect(await waiter.exited).toBe(0)
+        const stored = await inspect(db, (store) => store.getRequest(paused.requestId as ApprovalRequest.RequestId))
+        expect(resolved["request"]).toEqual(answer["request"])
+        // as the answer left it (the waiter then ran the call: an approval once is spent)
+        const { consumedAt: _, ...row } = Option.getOrThrow(stored)
+        expect(row).toEqual(resolved["request"] as ApprovalRequest.ApprovalRequest)
+        expect((resolved["request"] as ApprovalRequest.ApprovalRequest).resolution?.decision).toBe(decision)
+      }
+    },
+    120_000
+  )
 
   test("a process killed with SIGKILL loses nothing: another lists and answers, a third resumes", async () => {
     const db = freshDb()

@@ -162,7 +162,11 @@ export interface ChainLink {
  * @category models
  */
 export interface Service {
-  /** Appends events that change no projection (policy decisions); returns them sequenced. */
+  /**
+   * Appends events that change no projection (policy decisions); returns them sequenced. The
+   * events of a request's lifecycle (`approval.requested`, `.resolved`, `.expired`, `.expiring`,
+   * `.extended`) are refused: only the transitions of the request's row write them, with it.
+   */
   readonly append: (
     events: ReadonlyArray<UnsequencedEvent>
   ) => Effect.Effect<ReadonlyArray<AuditEvent>, PersistenceError>

@@ -152,7 +152,9 @@ export const RequestedEvent = Schema.Struct({
 })
 
 /**
- * `approval.resolved`: a human approved or denied.
+ * `approval.resolved`: a human approved or denied. With `decision` (and, for `approve_session`,
+ * `scope` and `sessionTtlMs`) it carries the whole resolution the request's row holds, so that a
+ * waiter woken by it needs no read of the row (events written before these fields have none).
  *
  * @since 0.1.0
  * @category models
@@ -167,7 +169,13 @@ export const ResolvedEvent = Schema.Struct({
   sessionApprovalId: Schema.optional(sessionApprovalId),
   args,
   editedArgs: Schema.optional(editedArgs),
-  elapsedMs
+  elapsedMs,
+  /** what the human answered (`outcome` is the result: an edit the policy denies ends `denied`) */
+  decision: Schema.optional(Schema.Literal("approve_once", "approve_session", "deny")),
+  /** for `approve_session`: the scope the session approval was granted with */
+  scope: Schema.optional(Decision.SessionScope),
+  /** for `approve_session`: the lifetime the approver gave it */
+  sessionTtlMs: Schema.optional(Schema.Number)
 })
 
 /**
@@ -602,7 +610,10 @@ export const approvalResolved = (request: ApprovalRequest, resolution: Resolutio
   ...(resolution.sessionApprovalId !== undefined ? { sessionApprovalId: resolution.sessionApprovalId } : {}),
   args: canonicalArgs(request.toolCall.args),
   ...(resolution.editedArgs !== undefined ? { editedArgs: canonicalArgs(resolution.editedArgs) } : {}),
-  elapsedMs: resolution.resolvedAt - request.createdAt
+  elapsedMs: resolution.resolvedAt - request.createdAt,
+  ...(resolution.decision !== undefined ? { decision: resolution.decision } : {}),
+  ...(resolution.scope !== undefined ? { scope: resolution.scope } : {}),
+  ...(resolution.sessionTtlMs !== undefined ? { sessionTtlMs: resolution.sessionTtlMs } : {})
 })
 
 /**

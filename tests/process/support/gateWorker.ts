@@ -6,7 +6,8 @@
  *   wait    DB SESSION CALL_ID [TTL_MS]   ask for bash; wait for the answer; report it
  *   create  DB SESSION COUNT [TTL_MS]     create COUNT pending requests ("paused", with their deadlines),
  *                                         report "ready", stay up
- *   answer  DB REQUEST_ID DECISION [WHO]  answer one request
+ *   answer  DB REQUEST_ID DECISION [WHO] [RESPONSE_JSON]
+ *                                         answer one request (RESPONSE_JSON: more of the response, e.g. a reason)
  *   race    DB WHO IDS_JSON               answer every id (shuffled), each twice, random decisions
  *   pending DB [SESSION]                  list pending requests
  *   rerun   DB SESSION CALL_ID            ask again with the same call id; run it if allowed
@@ -15,6 +16,7 @@
  *
  * DB is a SQLite file path, or a postgres:// URL (then the PostgreSQL store with LISTEN/NOTIFY).
  */
+import "./commitStamps.js"
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
@@ -35,7 +37,7 @@ const program = Effect.gen(function*() {
       if (!PauseSignal.isPauseSignal(paused)) return yield* say({ event: "allowed" })
       yield* say({ event: "paused", requestId: paused.requestId })
       const resolved = yield* gate.awaitDecision(paused.requestId)
-      yield* say({ event: "resolved", status: resolved.status })
+      yield* say({ event: "resolved", status: resolved.status, request: resolved })
       const ran = yield* Effect.either(gate.gate(bash(sessionKey, id), () => Effect.succeed("ran")))
       return yield* say({ event: "gate", result: Either.isRight(ran) ? ran.right : ran.left._tag })
     }
@@ -51,13 +53,22 @@ const program = Effect.gen(function*() {
       return yield* Effect.never
     }
     case "answer": {
-      const [requestId, decision, who] = rest as [string, "approve_once" | "deny", string | undefined]
+      const [requestId, decision, who, more] = rest as [
+        string,
+        ApprovalRequest.ApprovalResponse["decision"],
+        string | undefined,
+        string | undefined
+      ]
       const result = yield* Effect.either(
-        gate.respond(ApprovalRequest.RequestId.make(requestId), { decision, respondedBy: who ?? "op" })
+        gate.respond(ApprovalRequest.RequestId.make(requestId), {
+          decision,
+          respondedBy: who ?? "op",
+          ...(more !== undefined ? JSON.parse(more) : {})
+        })
       )
       return yield* say(
         Either.isRight(result)
-          ? { event: "answered", status: result.right.status }
+          ? { event: "answered", status: result.right.status, request: result.right }
           : { event: "refused", error: result.left._tag }
       )
     }
@@ -122,7 +133,12 @@ const program = Effect.gen(function*() {
                 respondedBy: "bench"
               })
             ),
-            Effect.zipRight(say({ event: "answered", requestId: e.requestId }))
+            // with TOOLGATE_STAMP_COMMITS=1, when the answer's COMMIT returned (the bench's origin)
+            Effect.zipRight(
+              Effect.suspend(() =>
+                say({ event: "answered", requestId: e.requestId, committedAt: globalThis.toolgateLastCommit })
+              )
+            )
           )
         )
       )

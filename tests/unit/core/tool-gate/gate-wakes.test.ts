@@ -3,8 +3,10 @@
  * first pause, and a wake only tells it to authorize again: between an answer's commit and the run it reads the
  * call's record once and spends the approval, and reads no request. What the call comes to is
  * always what the store holds: an event that looks like an answer (another session's call with the
- * same id, or an event appended to the log by hand) never runs a call that is still pending.
+ * same id, or an event written into the log by hand) never runs a call that is still pending, and
+ * the store refuses to append one.
  */
+import { SqlClient } from "@effect/sql"
 import { ApprovalStore, AuditEvent, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Either, Fiber, type Layer, TestClock } from "effect"
@@ -93,34 +95,26 @@ for (const [name, storeLayer] of stores) {
         expect(ran).toEqual(["s2"])
       }).pipe(Effect.provide(storeLayer())))
 
-    it.scoped("a forged answer in the log wakes the waiting gate, which reads its record, finds it pending and waits on", () =>
+    it.scoped("an answer cannot be appended to the log: the store refuses it, writes nothing, and the gate waits on", () =>
       Effect.gen(function*() {
         const { calls, gate, store } = yield* gateOver
         let runs = 0
         const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
         const [pending] = yield* waitForPending(gate, 1)
-        yield* until(() => calls.findRecorded + calls.getRequest === 2)
-        // reads of the call's record or of the request (either tells the wake was taken)
-        const reads = () => calls.findRecorded + calls.getRequest
-        const before = reads()
-        // an `approval.resolved` that no answer committed: the request's row still says pending
-        yield* store.append([
+        yield* until(() => calls.findRecorded === 2)
+        const last = yield* store.lastSeq
+        // an `approval.resolved` that no answer committed
+        const forged = yield* Effect.either(store.append([
           AuditEvent.approvalResolved(pending!, {
             status: "approved",
             decision: "approve_once",
             respondedBy: "mallory",
             resolvedAt: yield* TestClock.currentTimeMillis
           })
-        ])
-        yield* until(() => reads() > before)
-        // the read, then the pause it comes to, then the wait again
-        for (let turn = 0; turn < 20; turn++) {
-          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-        }
-        expect(reads()).toBe(before + 1)
-        expect(calls.consume).toBe(0)
+        ]))
+        expect(Either.isLeft(forged) && forged.left._tag).toBe("PersistenceError")
+        expect(yield* store.lastSeq).toBe(last)
         expect(fiber.unsafePoll()).toBeNull()
-        expect(runs).toBe(0)
         expect((yield* gate.getRequest(pending!.requestId)).status).toBe("pending")
         // a real answer then runs it, once
         yield* gate.respond(pending!.requestId, { decision: "approve_once", respondedBy: "ana" })
@@ -147,3 +141,39 @@ for (const [name, storeLayer] of stores) {
       }).pipe(Effect.provide(storeLayer())))
   })
 }
+
+describe("gate wakes (SQLite, the log written by hand)", () => {
+  it.scoped("a forged answer written into the log wakes the waiting gate, which reads its record, finds it pending and waits on", () =>
+    Effect.gen(function*() {
+      const { calls, store } = counted(yield* ApprovalStore.ApprovalStore)
+      const gate = yield* ToolGate.make({ policy }).pipe(Effect.provideService(ApprovalStore.ApprovalStore, store))
+      const sql = yield* SqlClient.SqlClient
+      let runs = 0
+      const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
+      const [pending] = yield* waitForPending(gate, 1)
+      yield* until(() => calls.findRecorded === 2)
+      const before = calls.findRecorded
+      // what someone who can write the database file could add: the request's event made an answer
+      yield* sql`INSERT INTO toolgate_events
+        (at, type, outcome, session_key, tool_call_id, tool_name, request_id, event, prev_hash, hash)
+        SELECT at, 'approval.resolved', 'approved', session_key, tool_call_id, tool_name, request_id,
+          json_set(json_remove(event, '$.expiresAt'), '$.type', 'approval.resolved', '$.outcome', 'approved',
+            '$.decision', 'approve_once', '$.actor', 'mallory', '$.elapsedMs', 0),
+          hash, 'forged'
+        FROM toolgate_events WHERE type = 'approval.requested'`
+      // the store's next commit hints the log to the tailer, which reads the forged event with it
+      yield* gate.evaluate(bash("other"))
+      yield* until(() => calls.findRecorded > before)
+      for (let turn = 0; turn < 20; turn++) {
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      }
+      expect(calls.findRecorded).toBe(before + 1)
+      expect(calls.consume).toBe(0)
+      expect(fiber.unsafePoll()).toBeNull()
+      expect(runs).toBe(0)
+      expect((yield* gate.getRequest(pending!.requestId)).status).toBe("pending")
+      yield* gate.respond(pending!.requestId, { decision: "approve_once", respondedBy: "ana" })
+      yield* Fiber.join(fiber)
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(sqliteStore())))
+})

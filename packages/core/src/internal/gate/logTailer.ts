@@ -14,11 +14,14 @@ import type { Projection } from "./grants.js"
 import * as PendingGauge from "./pendingGauge.js"
 import type { Waiters } from "./waiters.js"
 
-// Events after which a waiter must look again: its request (or call's) was answered, expired or extended.
+// Events after which a waiter must look again: its request (or call's) was answered, expired or
+// extended, or warned of its expiry (a request `awaitDecision` returns from its answer's event
+// without a read has the warning its row has).
 const WAKING_EVENTS: ReadonlySet<AuditEvent.EventType> = new Set([
   "approval.resolved",
   "approval.expired",
-  "approval.extended"
+  "approval.extended",
+  "approval.expiring"
 ])
 
 // Events that change the session approvals (an answer only when it granted one).

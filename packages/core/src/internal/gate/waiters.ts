@@ -1,29 +1,43 @@
 /**
- * Waiters: callers blocked on a request, woken by the log tailer when an event may have settled or
- * moved it (answered, expired, extended), whichever process committed it. `awaitDecision` waits by
- * request id; `gate`, once paused, waits by call (session and tool-call id), registered before each
- * `authorize` that reads the record again, so that the wake and that read are its whole wait: a wake
- * is only a hint to read again, never an answer (what the call comes to is read by `authorize`).
+ * Waiters: callers blocked on a request, woken by the log tailer with the event that may have
+ * settled or moved it (answered, expired, extended, warned of expiry), whichever process committed
+ * it. `gate`, once paused, waits by call (session and tool-call id), registered before each
+ * `authorize` that reads the record again, so that the wake and that read are its whole wait: to
+ * it a wake is only a hint to read again (what the call comes to is read by `authorize`).
+ *
+ * `awaitDecision` waits by request id, and an `approval.resolved` of its request that carries the
+ * whole resolution settles it without a read: the log holds that event only if the answer's
+ * transaction committed it with the row (the store's `append` refuses the events of a request's
+ * lifecycle), so it says what the row says, and who could forge it in the database could forge
+ * the row as well. Anything else (another wake, an event naming another call, one written before
+ * events carried the whole resolution, an edit, whose event keeps the arguments' canonical text
+ * and the row the approver's) is a hint to read the row again. What runs is still decided where
+ * the call is authorized, from the store's record.
  */
-import { Clock, Deferred, Duration, Effect } from "effect"
-import type * as Scope from "effect/Scope"
+import { Clock, Deferred, Duration, Effect, Fiber } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type * as AuditEvent from "../../AuditEvent.js"
 import type * as PauseSignal from "../../PauseSignal.js"
 import type { PersistenceError, RequestNotFound } from "../../ToolGateError.js"
 import type { Requests } from "./requests.js"
 
+/** A wake-up: the event that woke it, or `undefined` when its deadline came first. */
+export type WakeUp = Deferred.Deferred<AuditEvent.AuditEvent | undefined>
+
 /** The waiter registry. */
 export interface Waiters {
-  /** Wakes the waiters of the event's request and of its call. */
-  readonly wake: (event: Pick<AuditEvent.AuditEvent, "requestId" | "sessionKey" | "toolCallId">) => Effect.Effect<void>
-  /** A wake-up for the request, registered for the life of the scope. */
-  readonly register: (requestId: string) => Effect.Effect<Deferred.Deferred<void>, never, Scope.Scope>
+  /** Wakes the waiters of the event's request and of its call, with the event. */
+  readonly wake: (event: AuditEvent.AuditEvent) => Effect.Effect<void>
+  /** `use` with a wake-up for the request, registered while it runs. */
+  readonly watchRequest: <A, E, R>(
+    requestId: string,
+    use: (woken: WakeUp) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
   /** `use` with a wake-up for the call `toolCallId` of `sessionKey`, registered while it runs. */
   readonly watchCall: <A, E, R>(
     sessionKey: string,
     toolCallId: string,
-    use: (woken: Deferred.Deferred<void>) => Effect.Effect<A, E, R>
+    use: (woken: WakeUp) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E, R>
 }
 
@@ -32,20 +46,20 @@ const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey.length
 
 /** Wake-ups by key: each is woken once, then forgotten. */
 const registry = () => {
-  const waiters = new Map<string, Set<Deferred.Deferred<void>>>()
+  const waiters = new Map<string, Set<WakeUp>>()
   return {
-    wake: (key: string) => {
+    wake: (key: string, event: AuditEvent.AuditEvent) => {
       const set = waiters.get(key)
       if (set === undefined) return Effect.void
       waiters.delete(key)
-      return Effect.forEach(set, (deferred) => Deferred.succeed(deferred, undefined), { discard: true })
+      return Effect.forEach(set, (deferred) => Deferred.succeed(deferred, event), { discard: true })
     },
-    add: (key: string, deferred: Deferred.Deferred<void>) => {
+    add: (key: string, deferred: WakeUp) => {
       const set = waiters.get(key) ?? new Set()
       set.add(deferred)
       waiters.set(key, set)
     },
-    remove: (key: string, deferred: Deferred.Deferred<void>) => {
+    remove: (key: string, deferred: WakeUp) => {
       const set = waiters.get(key)
       if (set === undefined) return
       set.delete(deferred)
@@ -54,51 +68,84 @@ const registry = () => {
   }
 }
 
+/** `use` with a wake-up registered under `key` while it runs. */
+const watching = <A, E, R>(
+  waiters: ReturnType<typeof registry>,
+  key: string,
+  use: (woken: WakeUp) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.map(Deferred.make<AuditEvent.AuditEvent | undefined>(), (deferred) => {
+      waiters.add(key, deferred)
+      return deferred
+    }),
+    use,
+    (deferred) => Effect.sync(() => waiters.remove(key, deferred))
+  )
+
 export const makeWaiters = (): Waiters => {
   const byRequest = registry()
   const byCall = registry()
   return {
-    wake: ({ requestId, sessionKey, toolCallId }) =>
+    wake: (event) =>
       Effect.zipRight(
-        requestId === undefined ? Effect.void : byRequest.wake(requestId),
-        sessionKey === undefined || toolCallId === undefined
+        event.requestId === undefined ? Effect.void : byRequest.wake(event.requestId, event),
+        event.sessionKey === undefined || event.toolCallId === undefined
           ? Effect.void
-          : byCall.wake(callKey(sessionKey, toolCallId))
+          : byCall.wake(callKey(event.sessionKey, event.toolCallId), event)
       ),
-    register: (requestId) =>
-      Effect.acquireRelease(
-        Effect.map(Deferred.make<void>(), (deferred) => {
-          byRequest.add(requestId, deferred)
-          return deferred
-        }),
-        (deferred) => Effect.sync(() => byRequest.remove(requestId, deferred))
-      ),
-    watchCall: (sessionKey, toolCallId, use) => {
-      const key = callKey(sessionKey, toolCallId)
-      return Effect.acquireUseRelease(
-        Effect.map(Deferred.make<void>(), (deferred) => {
-          byCall.add(key, deferred)
-          return deferred
-        }),
-        use,
-        (deferred) => Effect.sync(() => byCall.remove(key, deferred))
-      )
-    }
+    watchRequest: (requestId, use) => watching(byRequest, requestId, use),
+    watchCall: (sessionKey, toolCallId, use) => watching(byCall, callKey(sessionKey, toolCallId), use)
   }
 }
 
 /**
- * Waits for a wake-up or the request's deadline, whichever comes first; past the deadline here
- * but not yet on the store's clock, looks again shortly.
+ * Waits for a wake-up or the request's deadline, whichever comes first: the event that woke it,
+ * or `undefined`. Past the deadline here but not yet on the store's clock, looks again shortly.
+ * (The deadline's timer settles the wake-up itself: one fiber forked, where a race forks two. It
+ * is forked where interruption is off, so it is made interruptible: else it would outlive the
+ * wait, to its deadline.)
  */
 export const untilWokenOrDue = (
-  wakeUp: Deferred.Deferred<void>,
+  wakeUp: WakeUp,
   pending: Pick<PauseSignal.PauseSignal, "expiresAt">
-): Effect.Effect<void> =>
+): Effect.Effect<AuditEvent.AuditEvent | undefined> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const wait = pending.expiresAt <= now ? 10 : pending.expiresAt - now
-    return Effect.raceFirst(Deferred.await(wakeUp), Effect.sleep(Duration.millis(wait)))
+    return Effect.acquireUseRelease(
+      Effect.forkDaemon(
+        Effect.interruptible(Effect.zipRight(Effect.sleep(Duration.millis(wait)), Deferred.succeed(wakeUp, undefined)))
+      ),
+      () => Deferred.await(wakeUp),
+      Fiber.interruptFork
+    )
   })
+
+/**
+ * The request `pending` as `event` settled it, when the event is its `approval.resolved` and
+ * carries the whole resolution; else `undefined` (read the row).
+ */
+export const settledBy = (
+  pending: ApprovalRequest.ApprovalRequest,
+  event: AuditEvent.AuditEvent
+): ApprovalRequest.ApprovalRequest | undefined => {
+  if (
+    event.type !== "approval.resolved" || event.decision === undefined || event.editedArgs !== undefined ||
+    event.requestId !== pending.requestId || event.sessionKey !== pending.toolCall.sessionKey ||
+    event.toolCallId !== pending.toolCall.id
+  ) return undefined
+  const resolution: ApprovalRequest.Resolution = {
+    decision: event.decision,
+    resolvedAt: event.at,
+    ...(event.actor !== undefined ? { respondedBy: event.actor } : {}),
+    ...(event.reason !== undefined ? { reason: event.reason } : {}),
+    status: event.outcome,
+    ...(event.scope !== undefined ? { scope: event.scope } : {}),
+    ...(event.sessionTtlMs !== undefined ? { sessionTtlMs: event.sessionTtlMs } : {}),
+    ...(event.sessionApprovalId !== undefined ? { sessionApprovalId: event.sessionApprovalId } : {})
+  }
+  return { ...pending, status: event.outcome, resolution }
+}
 
 /** `awaitDecision`: waits until the request is answered or expires (timeout means deny). */
 export const makeAwaitDecision = (
@@ -108,14 +155,21 @@ export const makeAwaitDecision = (
 ) =>
 (
   requestId: ApprovalRequest.RequestId
-): Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError> =>
-  Effect.scoped(Effect.gen(function*() {
-    while (true) {
-      // Register before reading, so an answer committed in between still wakes us.
-      const wakeUp = yield* options.waiters.register(requestId)
+): Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError> => {
+  // Registered before reading, so an answer committed in between still wakes it. `undefined`:
+  // woken by something that is no answer it can settle on, or past the deadline: look again.
+  const round = options.waiters.watchRequest(requestId, (wakeUp) =>
+    Effect.gen(function*() {
       const request = yield* options.getRequest(requestId)
       const settled = yield* options.current(request, yield* Clock.currentTimeMillis)
       if (settled.status !== "pending") return settled
-      yield* untilWokenOrDue(wakeUp, settled)
+      const event = yield* untilWokenOrDue(wakeUp, settled)
+      return event === undefined ? undefined : settledBy(settled, event)
+    }))
+  return Effect.gen(function*() {
+    while (true) {
+      const settled = yield* round
+      if (settled !== undefined) return settled
     }
-  }))
+  })
+}

@@ -31,6 +31,19 @@ export const reliedOn = (decision: RecordedDecision): string | undefined =>
     ? decision.decision.sessionApprovalId
     : undefined
 
+/**
+ * The events of a request's lifecycle: only the transitions that change the request's row write
+ * them, in the same transaction, so the log holds one only when the row changed with it (a waiter
+ * settles on an `approval.resolved` without reading the row).
+ */
+const LIFECYCLE_EVENTS: ReadonlySet<AuditEvent["type"]> = new Set([
+  "approval.requested",
+  "approval.resolved",
+  "approval.expired",
+  "approval.expiring",
+  "approval.extended"
+])
+
 export const makeEncoded = (driver: Encoded): Effect.Effect<Service, PersistenceError, Scope.Scope> =>
   Effect.gen(function*() {
     const codecs = Codecs.makeCodecs()
@@ -176,6 +189,15 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       // counts on the path of every decision.
       append: (events) => {
         if (events.length === 0) return Effect.succeed([])
+        const lifecycle = events.find((event) => LIFECYCLE_EVENTS.has(event.type))
+        if (lifecycle !== undefined) {
+          return Effect.fail(
+            new PersistenceError({
+              operation: "append",
+              cause: new Error(`${lifecycle.type} is written only with the change of its request's row`)
+            })
+          )
+        }
         const encoded = encodeEventsSync("append", events)
         if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
         return driver.append(encoded.right, (rows) => {

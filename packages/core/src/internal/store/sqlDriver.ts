@@ -5,6 +5,7 @@ import type * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type { ApprovalEncoded, Encoded, EventEncoded, EventRow } from "../../ApprovalStore.js"
+import type { AuditQuery } from "../../AuditEvent.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Batcher from "../sqlBatcher.js"
@@ -296,6 +297,11 @@ export const make = (
       return changed
     }).pipe(Effect.orElseSucceed(() => true))
 
+    /** A query of a page after a seq and nothing else (the tailer's): its statement is compiled once. */
+    const isPage = (query: AuditQuery): query is AuditQuery & { readonly limit: number } =>
+      query.limit !== undefined && query.sessionKey === undefined && query.toolName === undefined &&
+      query.outcome === undefined && query.since === undefined && query.until === undefined
+
     const driver: Encoded = {
       append: (events, then) => Effect.map(write("append", appendEvents(events)), then),
 
@@ -432,18 +438,20 @@ export const make = (
         read(
           "events",
           Effect.flatMap(
-            run(sql`SELECT seq, prev_hash, hash, event FROM ${sql(t.events)} WHERE ${
-              sql.and([
-                sql`seq > ${query.afterSeq ?? 0}`,
-                ...(query.sessionKey !== undefined
-                  ? [sql`(session_key = ${query.sessionKey} OR session_key IS NULL)`]
-                  : []),
-                ...(query.toolName !== undefined ? [sql`tool_name = ${query.toolName}`] : []),
-                ...(query.outcome !== undefined ? [sql`outcome = ${query.outcome}`] : []),
-                ...(query.since !== undefined ? [sql`at >= ${query.since}`] : []),
-                ...(query.until !== undefined ? [sql`at <= ${query.until}`] : [])
-              ])
-            } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`),
+            isPage(query) ?
+              q.eventsAfter({ afterSeq: query.afterSeq ?? 0, limit: query.limit }) :
+              run(sql`SELECT seq, prev_hash, hash, event FROM ${sql(t.events)} WHERE ${
+                sql.and([
+                  sql`seq > ${query.afterSeq ?? 0}`,
+                  ...(query.sessionKey !== undefined
+                    ? [sql`(session_key = ${query.sessionKey} OR session_key IS NULL)`]
+                    : []),
+                  ...(query.toolName !== undefined ? [sql`tool_name = ${query.toolName}`] : []),
+                  ...(query.outcome !== undefined ? [sql`outcome = ${query.outcome}`] : []),
+                  ...(query.since !== undefined ? [sql`at >= ${query.since}`] : []),
+                  ...(query.until !== undefined ? [sql`at <= ${query.until}`] : [])
+                ])
+              } ORDER BY seq ${query.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`),
             eventsOf
           )
         ),
