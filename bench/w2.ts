@@ -14,6 +14,7 @@ import type { Layer } from "effect"
 import { Effect, Fiber, Redacted, Stream } from "effect"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
+import { checkpointsFromEnv } from "./sqliteCheckpoints.js"
 import { mainThreadCpuMs, mainThreadCpuMsPer } from "./threadCpu.js"
 
 const SEQUENTIAL = Number(process.env.W2_SEQUENTIAL ?? 10_000)
@@ -128,7 +129,8 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
   }).pipe(Effect.provide(gateLayer))
 
 /** On a SQLite file (WAL), with the default `@tool-gate/sqlite` layer. */
-export const runW2 = (filename: string) => runW2With(ToolGateSqlite.layer({ filename, policy }))
+export const runW2 = (filename: string) =>
+  runW2With(ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() }))
 
 /** On PostgreSQL, in a fresh schema dropped afterwards. */
 export const runW2Pg = (url: string) =>

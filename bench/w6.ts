@@ -18,6 +18,7 @@ import { readFileSync } from "node:fs"
 import { createInterface } from "node:readline"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
+import { checkpointsFromEnv } from "./sqliteCheckpoints.js"
 import { mainThreadCpuMs } from "./threadCpu.js"
 
 const CALLS = Number(process.env.W6_CALLS ?? 20_000)
@@ -183,7 +184,8 @@ const pgProcesses = (
 
 if (import.meta.main) {
   await runMain("W6", {
-    sqlite: async (filename) => figures([await runWith(ToolGateSqlite.layer({ filename, policy }), "sqlite")]),
+    sqlite: async (filename) =>
+      figures([await runWith(ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() }), "sqlite")]),
     postgres: async (url) => {
       const byProcesses: Record<string, object> = {}
       for (const processes of [1, 2, 4]) {

@@ -159,10 +159,7 @@ export const layerDirect = (options: DirectOptions): Layer.Layer<Backend, ToolGa
             : paged((after) => store.events({ ...filters, afterSeq: after, limit: pageSize }), afterSeq)
       })
     })
-  ).pipe(Layer.provide(
-    // a command's few commits: a checkpoint thread would cost more to start than it saves
-    ToolGateSqlite.layer({ filename: options.filename, policy: options.policy, checkpoints: "inline" })
-  ))
+  ).pipe(Layer.provide(ToolGateSqlite.layer({ filename: options.filename, policy: options.policy })))
 
 /**
  * @since 0.1.0

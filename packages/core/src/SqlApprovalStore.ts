@@ -78,8 +78,8 @@ export interface Options {
    * SQLite: how many pages the write-ahead log may hold before it is copied back into the database
    * (default 10,000, about 40 MB). Each copy stalls the commit that triggers it; SQLite's own
    * default of 1,000 made those stalls 10 times as frequent (pause p99 4-5 ms instead of 0.7 ms in
-   * W2) for a WAL a tenth the size. `@tool-gate/sqlite` runs checkpoints in a background thread
-   * at a quarter of this (its `checkpoints` option) and keeps this one as the backstop.
+   * W2) for a WAL a tenth the size. `@tool-gate/sqlite` can also run checkpoints in a background
+   * thread at a quarter of this (its `checkpoints: "background"`), keeping this one as the backstop.
    */
   readonly walAutocheckpointPages?: number | undefined
   /**

@@ -4,8 +4,8 @@
  * `@effect/sql-sqlite-bun` (bun:sqlite), elsewhere `@effect/sql-sqlite-node` (better-sqlite3,
  * which does not load in Bun). A process waiting on an answer is woken when another process
  * commits, by a watch on the database's directory (the WAL file changes on every commit), with a
- * slow poll behind it. WAL checkpoints run in a background thread (`checkpoints`), not in the
- * commits of the event loop.
+ * slow poll behind it. WAL checkpoints run in the commits, or in a background thread
+ * (`checkpoints: "background"`).
  *
  * @example
  * import { Policy, ToolGate } from "@tool-gate/core"
@@ -44,12 +44,14 @@ export interface StoreOptions extends SqlApprovalStore.Options {
   readonly fallbackInterval?: Duration.DurationInput | undefined
   /**
    * Where WAL checkpoints (copying the write-ahead log back into the database) run.
-   * `background` (default): in a worker thread with its own connection, whenever the log holds
-   * a quarter of `walAutocheckpointPages` not yet copied back, so commits no longer stall the
-   * event loop for a checkpoint and its `fsync`s; the store's connection keeps its own automatic
-   * checkpoint at `walAutocheckpointPages` as a backstop (a worker that cannot start or dies is
-   * logged, and the store goes on with that checkpoint alone). `inline`: SQLite's automatic
-   * checkpoint only, inside the commit that crosses `walAutocheckpointPages`.
+   * `inline` (default): SQLite's automatic checkpoint, inside the commit that crosses
+   * `walAutocheckpointPages`. `background`: also in a worker thread with its own connection,
+   * whenever the log holds a quarter of `walAutocheckpointPages` not yet copied back, so a commit
+   * seldom stalls the event loop for a whole checkpoint and its `fsync`s; the store's connection
+   * keeps its own automatic checkpoint as a backstop (a worker that cannot start or dies is logged,
+   * and the store goes on with that checkpoint alone). The worker costs CPU beside the commits:
+   * on two cores it made W6's p99 and W2's sequential rate worse (docs/benchmarks.md), so it is
+   * for machines with a core to spare and writes with pauses between them.
    */
   readonly checkpoints?: "background" | "inline" | undefined
 }
@@ -166,7 +168,7 @@ const WORKER_SHARE = 4
 
 /**
  * The durable stores on the file (migrated on open): approvals and checkpoints, one connection;
- * WAL checkpoints in a background thread unless `checkpoints: "inline"`.
+ * WAL checkpoints also in a background thread with `checkpoints: "background"`.
  *
  * @since 0.1.0
  * @category layers
@@ -179,7 +181,7 @@ export const layerStore = (
     layerClient(options.filename),
     layerFileFeed(options.filename, options.fallbackInterval)
   )
-  if (options.checkpoints === "inline") return stores
+  if (options.checkpoints !== "background") return stores
   const pages = Math.max(1, Math.trunc(options.walAutocheckpointPages ?? 10_000))
   return WalCheckpoints.layer({
     filename: resolve(options.filename),

@@ -1,4 +1,4 @@
-// WAL checkpoints in the background from the installed @tool-gate/sqlite (its built dist, its
+// WAL checkpoints in the background (`checkpoints: "background"`) from the installed @tool-gate/sqlite (its built dist, its
 // worker's inline code): argv[2] is the SQLite file. The store's own checkpoint (the backstop) is
 // at 400 pages, the worker's at 100; allowed calls are recorded a few at a time with pauses until
 // the WAL index (the `-shm` file's header: mxFrame at byte 16, nBackfill at 96) shows frames copied
@@ -34,6 +34,13 @@ const program = Effect.gen(function*() {
 
 console.log(
   await Effect.runPromise(program.pipe(
-    Effect.provide(ToolGateSqlite.layer({ filename, policy: Policy.allowAll, walAutocheckpointPages: 400 }))
+    Effect.provide(
+      ToolGateSqlite.layer({
+        filename,
+        policy: Policy.allowAll,
+        walAutocheckpointPages: 400,
+        checkpoints: "background"
+      })
+    )
   ))
 )

@@ -1,5 +1,5 @@
 /**
- * A process on a SQLite gate with WAL checkpoints in the background (the default), run on Node or
+ * A process on a SQLite gate with WAL checkpoints in the background (`inline` as the third argument: not), run on Node or
  * Bun; argv: mode, database file. Prints JSON lines.
  *
  * - `checkpoints`: the backstop (the connection's own checkpoint) at 800 pages, the worker's at
@@ -28,7 +28,10 @@ const print = (event: string, fields: Record<string, unknown> = {}) =>
 const open = async (pages: number) => {
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(
-    Layer.buildWithScope(ToolGateSqlite.layerStore({ filename, walAutocheckpointPages: pages, checkpoints }), scope)
+    Layer.buildWithScope(
+      ToolGateSqlite.layerStore({ filename, walAutocheckpointPages: pages, checkpoints: checkpoints ?? "background" }),
+      scope
+    )
   )
   const store = Effect.runSync(Effect.provide(ApprovalStore.ApprovalStore, context))
   return (n: number) => Effect.runPromise(store.append([decision(n)]))

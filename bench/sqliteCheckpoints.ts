@@ -1,0 +1,10 @@
+/**
+ * `BENCH_CHECKPOINTS=inline` runs a SQLite bench with SQLite's own WAL checkpoint in the commits,
+ * so one build measures both ways (default: the store's default, a background worker).
+ */
+export const checkpointsFromEnv = (): "background" | "inline" | undefined => {
+  const value = process.env.BENCH_CHECKPOINTS
+  if (value === undefined || value === "") return undefined
+  if (value === "background" || value === "inline") return value
+  throw new Error(`BENCH_CHECKPOINTS must be background or inline, not ${JSON.stringify(value)}`)
+}
