@@ -239,12 +239,12 @@ export const make = (
     /** The hash of the log's last event (the chain's head); no row when the log is empty. */
     chainHead: statement<{}>(() => chainHeadOf(sql, t)),
 
-    /** The events after `afterSeq` as stored, with the columns that repeat their fields, for checking the hash chain. */
     /** A page of the log (the tailer's read, after each change signal): compiled once. */
     eventsAfter: statement<{ afterSeq: number; limit: number }>((p) =>
       sql`SELECT seq, prev_hash, hash, event FROM ${events} WHERE seq > ${p.afterSeq} ORDER BY seq LIMIT ${p.limit}`
     ),
 
+    /** The events after `afterSeq` as stored, with the columns that repeat their fields, for checking the hash chain. */
     chainLinks: statement<{ afterSeq: number; limit: number }>((p) =>
       sql`SELECT seq, prev_hash, hash, event, at, type, outcome, session_key, tool_call_id, tool_name, request_id
         FROM ${events} WHERE seq > ${p.afterSeq} ORDER BY seq LIMIT ${p.limit}`
