@@ -25,7 +25,15 @@ export const sqliteClient = (filename: string) => SqliteClient.layer({ filename,
  * Test stores judge deadlines at the time the gate passes in (its `TestClock`), unless a test asks
  * for the database's clock: the TestClock starts at the epoch, where every deadline has passed.
  */
-const testOptions = (options?: SqlApprovalStore.Options): SqlApprovalStore.Options => ({ clock: "caller", ...options })
+/**
+ * On the TestClock; on PostgreSQL keeping its connections, as `@tool-gate/pg` does with its
+ * default pool (the tests' pools have the default size).
+ */
+const testOptions = (options?: SqlApprovalStore.Options): SqlApprovalStore.Options => ({
+  clock: "caller",
+  keepConnections: true,
+  ...options
+})
 
 /** A store over `client` with the polling feed (the client stays in the output, for inspecting tables). */
 export const storeOver = <E, R>(

@@ -53,6 +53,12 @@ export const layerClient = (
     Layer.mapError((cause) => new ToolGateError.PersistenceError({ operation: "connecting to PostgreSQL", cause }))
   )
 
+/** The approval store keeps 2 connections of the pool (`keepConnections`) when the pool has room. */
+const keepsConnections = (options: StoreOptions) => (options.client?.maxConnections ?? DEFAULT_POOL_SIZE) >= 4
+
+// pg-pool's own default
+const DEFAULT_POOL_SIZE = 10
+
 /**
  * The durable stores (approvals, woken by LISTEN/NOTIFY with a slow poll behind it, and
  * checkpoints) on one connection pool.
@@ -64,7 +70,7 @@ export const layerStore = (
   options: StoreOptions
 ): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> =>
   ToolGateSql.layerStore(
-    options,
+    { ...options, keepConnections: options.keepConnections ?? keepsConnections(options) },
     layerClient(options),
     SqlChangeFeed.layerNotifyFeed(PgClient.PgClient, {
       channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,

@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Exit, Queue, type Scope } from "effect"
+import * as KeptConnection from "./keptConnection.js"
 
 /**
  * Group commit for one store's statements. A call that finds the store idle runs at once, on its
@@ -68,6 +69,12 @@ export interface Options {
    * statements in one text, which only PostgreSQL's simple protocol runs.
    */
   readonly prepared?: boolean | undefined
+  /**
+   * Keep the reserved connection from one batch to the next (PostgreSQL: taking one from the pool
+   * costs the client about as much as a short statement). After a batch in which anything failed it
+   * is given back; a `BEGIN` that fails on it runs again, once, on a fresh one.
+   */
+  readonly keep?: boolean | undefined
   /** most calls per batch (bounds how long the write lock is held) */
   readonly maxBatch?: number | undefined
   /**
@@ -152,13 +159,16 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         return succeeded
       })
 
-    /** Runs `writes` in one transaction; sets each job's exit. */
-    const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<void> =>
+    /**
+     * Runs `writes` in one transaction; sets each job's exit. `false`: the transaction's `BEGIN`
+     * failed, so none of them ran.
+     */
+    const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<boolean> =>
       Effect.gen(function*() {
         const run = onConnection(conn)
         if (writes.length === 1 && writes[0]!.single) {
           writes[0]!.exit = yield* run(bodyOf(writes[0]!))
-          return
+          return true
         }
         const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
         const begun = yield* Effect.exit(
@@ -167,48 +177,78 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         if (Exit.isFailure(begun)) {
           yield* rollback
           for (const job of writes) job.exit = begun
-          return
+          return false
         }
         const ran = yield* runMerged(conn, writes, true)
         if (!ran) {
           yield* rollback
-          if (writes.length === 1) return
+          if (writes.length === 1) return true
           for (const job of writes) {
             job.exit = undefined
             yield* runWrites(conn, [job])
           }
-          return
+          return true
         }
         const committed = yield* Effect.exit(statement(conn, "COMMIT"))
         if (Exit.isFailure(committed)) {
           yield* rollback
           for (const job of writes) job.exit = committed
         }
+        return true
+      })
+
+    /**
+     * Runs a batch on `conn` (reads first, then writes in one transaction); sets every job's exit.
+     * `false`: the writes' `BEGIN` failed, so none of them ran.
+     */
+    const runOn = (conn: Connection, jobs: ReadonlyArray<Job>): Effect.Effect<boolean> => {
+      if (jobs.length === 1) {
+        const job = jobs[0]!
+        return job.write
+          ? runWrites(conn, jobs)
+          : Effect.map(onConnection(conn)(bodyOf(job)), (exit) => {
+            job.exit = exit
+            return true
+          })
+      }
+      return Effect.gen(function*() {
+        yield* runMerged(conn, jobs.filter((job) => !job.write), false)
+        const writes = jobs.filter((job) => job.write)
+        return writes.length === 0 || (yield* runWrites(conn, writes))
+      })
+    }
+
+    const failAll = (jobs: ReadonlyArray<Job>, exit: Exit.Exit<unknown, SqlError>) => {
+      for (const job of jobs) job.exit = exit
+    }
+
+    /** Runs a batch on a connection of its own; sets every job's exit. */
+    const runReserved = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+      Effect.scoped(Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
+        if (Exit.isFailure(reserved)) return Effect.sync(() => failAll(jobs, reserved))
+        return Effect.asVoid(runOn(reserved.value, jobs))
+      }))
+
+    const kept = options.keep ? yield* KeptConnection.make(options.reserve) : undefined
+
+    /** Runs a batch on the kept connection (see `keep`); sets every job's exit. */
+    const runKept = (kept: KeptConnection.KeptConnection, jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        for (let attempt = 1;; attempt++) {
+          const conn = yield* Effect.exit(kept.get)
+          if (Exit.isFailure(conn)) return failAll(jobs, conn)
+          const begun = yield* runOn(conn.value, jobs)
+          if (jobs.some((job) => Exit.isFailure(job.exit!))) yield* kept.drop
+          if (begun || attempt === 2) return
+          // nothing ran: once more, on a fresh connection (the server may have ended the kept one)
+          for (const job of jobs) job.exit = undefined
+        }
       })
 
     /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
     const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> => {
       crowded = jobs.length > 1 && jobs.filter((job) => job.write).length > 1
-      return Effect.scoped(Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
-        if (Exit.isFailure(reserved)) {
-          for (const job of jobs) job.exit = reserved
-          return Effect.void
-        }
-        const conn = reserved.value
-        if (jobs.length === 1) {
-          const job = jobs[0]!
-          return job.write
-            ? runWrites(conn, jobs)
-            : Effect.map(onConnection(conn)(bodyOf(job)), (exit) => {
-              job.exit = exit
-            })
-        }
-        return Effect.gen(function*() {
-          yield* runMerged(conn, jobs.filter((job) => !job.write), false)
-          const writes = jobs.filter((job) => job.write)
-          if (writes.length > 0) yield* runWrites(conn, writes)
-        })
-      }))
+      return kept === undefined ? runReserved(jobs) : runKept(kept, jobs)
     }
 
     /** The next batch (none when nothing is queued). */

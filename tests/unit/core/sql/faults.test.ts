@@ -4,11 +4,12 @@
  * tables hold nothing half-written.
  */
 import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { PersistenceError } from "@tool-gate/core/ToolGateError"
 import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
-import { Context, Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Fiber, Layer, Option, Redacted, Schedule } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
@@ -103,6 +104,37 @@ const pgSuite = (url: string) =>
         const retried = yield* store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1))
         expect(retried._tag).toBe("Resolved")
         expect((yield* store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(1)
+      }))
+
+    it.live("connections the server ends while the store keeps them: the next write and read still succeed", () =>
+      Effect.gen(function*() {
+        const schemaUrl = yield* pgSchema(url)
+        // its own application name, so the admin can end exactly the store's connections
+        const client = PgClient.layer({ url: Redacted.make(schemaUrl), applicationName: "toolgate-kept-test" })
+        const { store } = yield* open(pgStoreOver(client, "toolgate_test_kept"))
+        const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
+        const first = request(1)
+        // a write and a read: the store now keeps a connection for each
+        yield* store.createRequest(first, requested(first))
+        yield* store.getRequest(first.requestId)
+
+        // (materialized first: a plain WHERE may call pg_terminate_backend on any row, the admin's own too)
+        const ended = yield* admin<{ pid: number }>`
+          WITH kept AS MATERIALIZED (
+            SELECT pid FROM pg_stat_activity WHERE application_name = 'toolgate-kept-test'
+            AND state = 'idle' AND query NOT LIKE 'LISTEN%'
+          ) SELECT pid FROM kept WHERE pg_terminate_backend(pid)`
+        expect(ended.length).toBeGreaterThanOrEqual(2)
+        const gone = admin<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE pid IN ${
+          admin.in(ended.map((row) => row.pid))
+        }`.pipe(Effect.filterOrFail((rows) => rows.length === 0), Effect.retry(Schedule.spaced("10 millis")))
+        yield* gone
+
+        const second = request(2)
+        expect((yield* store.createRequest(second, requested(second)))._tag).toBe("Created")
+        expect(Option.isSome(yield* store.getRequest(second.requestId))).toBe(true)
+        const answered = yield* store.resolve(second.requestId, approval(second, "ana"), resolved(second, "ana"))
+        expect(answered._tag).toBe("Resolved")
       }))
   })
 

@@ -8,6 +8,7 @@ import type { ApprovalEncoded, Encoded, EventEncoded, EventRow } from "../../App
 import type { AuditQuery } from "../../AuditEvent.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
+import * as KeptConnection from "../keptConnection.js"
 import * as Batcher from "../sqlBatcher.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
 import { first, fromEither, seqsOf, textOrNot } from "./sqlEntityRows.js"
@@ -33,6 +34,8 @@ export interface Options {
   readonly feed: ChangeFeed
   /** judge deadlines on the database's clock (`database`) or at the time the caller passes */
   readonly clock: "database" | "caller"
+  /** PostgreSQL: keep a connection for writes and one for reads (`SqlApprovalStore.Options`) */
+  readonly keepConnections: boolean
 }
 
 export const make = (
@@ -48,6 +51,10 @@ export const make = (
     })
     const clockAt = (at: unknown): Statement.Fragment => options.clock === "caller" ? sql`${at}` : databaseNow
 
+    // PostgreSQL with `keepConnections`: statements outside a transaction (reads) run on a
+    // connection kept for them while it is free (see keptConnection.ts)
+    const keep = !isSqlite && options.keepConnections
+    const onKept = keep ? yield* KeptConnection.makeShared(sql.reserve) : undefined
     /** Runs text on the transaction's (or the batch's) connection when there is one, else the pool. */
     const exec: Statements.Exec = (text, params) =>
       Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
@@ -57,7 +64,12 @@ export const make = (
           ? Effect.scoped(
             Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined))
           )
-          : sql.unsafe<any>(text, params as ReadonlyArray<any>))
+          : onKept === undefined
+          ? sql.unsafe<any>(text, params as ReadonlyArray<any>)
+          : onKept(
+            (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined),
+            sql.unsafe<any>(text, params as ReadonlyArray<any>)
+          ))
     // PostgreSQL NOTIFY folded into the event insert (the feed's `onCommit` otherwise)
     const notifyChannel = isSqlite ? undefined : feed.channel
     const q = Statements.make(sql, t, exec, clockAt, notifyChannel)
@@ -83,16 +95,22 @@ export const make = (
     // (`serialize`). Then the next append reads it.
     let head: Head | undefined
     const hashOf = (rows: ReadonlyArray<Record<string, unknown>> | undefined) => textOrNot(rows?.[0]?.hash)
+    const forgetHead = Effect.sync(() => {
+      head = undefined
+    })
     // PostgreSQL: one round trip (a simple query of three statements, whose results come back as a list)
     const begin = isSqlite
       ? "BEGIN IMMEDIATE"
       : `BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)}); ${Statements.chainHeadOf(sql, t).compile()[0]}`
     const tracked = (conn: Connection): Connection => {
+      // a kept connection (PostgreSQL) runs many transactions: the head is known only inside one
       const watch = <A>(text: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
         text === begin
           ? Effect.tap(statement, (results) => {
             head = isSqlite ? undefined : { conn: wrapped, hash: hashOf((results as Array<Array<any>>)[2]) }
           })
+          : text === "COMMIT" || text === "ROLLBACK"
+          ? Effect.ensuring(statement, forgetHead)
           : statement
       const wrapped: Connection = {
         execute: (text, params, transform) => watch(text, conn.execute(text, params, transform)),
@@ -133,9 +151,6 @@ export const make = (
 
     // PostgreSQL sequence values may commit out of order; one lock per table set keeps them in order.
     // The chain's head is read again after it.
-    const forgetHead = Effect.sync(() => {
-      head = undefined
-    })
     const serialize = isSqlite
       ? forgetHead
       : Effect.zipRight(run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})`), forgetHead)
@@ -146,6 +161,7 @@ export const make = (
       reserve: Effect.map(sql.reserve, tracked),
       begin: [begin],
       prepared: isSqlite,
+      keep,
       inTransaction: (body) => sql.withTransaction(Effect.zipRight(serialize, body))
     })
 
