@@ -61,13 +61,13 @@ for (const [name, storeLayer] of stores) {
         let runs = 0
         const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
         const [pending] = yield* waitForPending(gate, 1)
-        // the pause (the call's record read, none yet, the request created), then the wait: the
-        // record read again once the wake-up is registered (an answer in between still wakes it)
-        yield* until(() => calls.findRecorded === 2)
+        // the pause (the request created: its insert finds any record the call has), then the
+        // wait: the record read once the wake-up is registered (an answer in between still wakes it)
+        yield* until(() => calls.findRecorded === 1)
         yield* gate.respond(pending!.requestId, { decision: "approve_once", respondedBy: "ana" })
         yield* Fiber.join(fiber)
         expect(runs).toBe(1)
-        expect(calls).toEqual({ getRequest: 0, findRecorded: 3, findByToolCall: 0, consume: 1 })
+        expect(calls).toEqual({ getRequest: 0, findRecorded: 2, findByToolCall: 0, consume: 1 })
       }).pipe(Effect.provide(storeLayer())))
 
     it.scoped("an answer to the same call id in another session wakes nothing and runs nothing", () =>
@@ -77,8 +77,8 @@ for (const [name, storeLayer] of stores) {
         const mine = yield* Effect.fork(gate.gate(bash("c1", "s1"), () => Effect.sync(() => ran.push("s1"))))
         const theirs = yield* Effect.fork(gate.gate(bash("c1", "s2"), () => Effect.sync(() => ran.push("s2"))))
         const pending = yield* waitForPending(gate, 2)
-        // both waiting: each read its record to pause, then again to wait
-        yield* until(() => calls.findRecorded === 4)
+        // both waiting: each paused (no read), then read its record to wait
+        yield* until(() => calls.findRecorded === 2)
         const reads = calls.findRecorded
         const other = pending.find((request) => request.toolCall.sessionKey === "s2")!
         yield* gate.respond(other.requestId, { decision: "approve_once" })
@@ -101,7 +101,7 @@ for (const [name, storeLayer] of stores) {
         let runs = 0
         const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
         const [pending] = yield* waitForPending(gate, 1)
-        yield* until(() => calls.findRecorded === 2)
+        yield* until(() => calls.findRecorded === 1)
         const last = yield* store.lastSeq
         // an `approval.resolved` that no answer committed
         const forged = yield* Effect.either(store.append([
@@ -151,7 +151,7 @@ describe("gate wakes (SQLite, the log written by hand)", () => {
       let runs = 0
       const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
       const [pending] = yield* waitForPending(gate, 1)
-      yield* until(() => calls.findRecorded === 2)
+      yield* until(() => calls.findRecorded === 1)
       const before = calls.findRecorded
       // what someone who can write the database file could add: the request's event made an answer
       yield* sql`INSERT INTO toolgate_events

@@ -26,7 +26,7 @@ import type { Projection } from "./grants.js"
 import * as Observe from "./observe.js"
 import { fromDecision, isSameCall, type Replayed } from "./replay.js"
 import { newRequest } from "./requests.js"
-import { untilWokenOrDue, type Waiters } from "./waiters.js"
+import { callKey, untilWokenOrDue, type Waiters } from "./waiters.js"
 
 /** A store answer that found the call already on record (another writer recorded it first). */
 type Found = Extract<CreateResult | RecordResult, { readonly _tag: "Existing" | "Decided" | "Requested" }>
@@ -38,6 +38,9 @@ const foundRecord = (found: Found): Recorded =>
 // A decision and its record are retried when a session approval it relied on was revoked in
 // between; more than a few revocations racing one call is a store that keeps changing under it.
 const maxAttempts = 5
+
+// How many of the calls it paused lately a gate remembers (see `asked`).
+const askedCalls = 10_000
 
 /** The authorization part of the gate. */
 export const make = (options: {
@@ -70,6 +73,18 @@ export const make = (options: {
   const { decodeCall, fromRequest, judge, judgeAgain, judgeNow, policy, projection, refuseReused, replay, store } =
     options
 
+  // The calls this gate paused lately, oldest first. Asked again, such a call is most often
+  // answered by now, so its record is read before anything is written. Any other call that needs a
+  // human is written at once: the request's insert finds a record the call has (a call paused by
+  // another process, or before a restart, is answered from it all the same, one write later).
+  const asked = new Set<string>()
+  const remember = (call: ToolCall.ToolCall) => {
+    const key = callKey(call.sessionKey, call.id)
+    asked.delete(key)
+    asked.add(key)
+    if (asked.size > askedCalls) asked.delete(asked.values().next().value!)
+  }
+
   /**
    * `authorize`: judges the call and records the judgement, or replays the record its id has.
    * Written as plain steps, not a generator: this is the path of every call. It runs in the one
@@ -87,9 +102,9 @@ export const make = (options: {
   const authorizeCall = (call: ToolCall.ToolCall, now: number, tally: Observe.Tally): Replayed => {
     const args = ToolCall.canonicalArgs(call.args)
     // With hooks the record is read first, so that a replay (which judges nothing) never
-    // reaches them. Without, the call is judged first: a decision's insert finds any record its
-    // id has (one store call, not two). A call that needs a human is read first all the same:
-    // it is most often asked again once answered, and a read is cheaper than a request's write.
+    // reaches them. Without, the call is judged first: a decision's or a request's insert finds
+    // any record its id has (one store call, not two). A call this gate paused is read first
+    // (`asked`): it is most often asked again once answered, and a read is cheaper than a write.
     if (options.hooked) {
       return Observe.countAtEnd(
         tally,
@@ -115,9 +130,9 @@ export const make = (options: {
       : Observe.countAtEnd(tally, judged(call, args, judgement, now))
   }
 
-  /** A call judged without hooks: recorded, unless it needs a human and its id is on record. */
+  /** A call judged without hooks: recorded, unless this gate paused it and its id is on record. */
   const judged = (call: ToolCall.ToolCall, args: string, judgement: Judgement, now: number): Replayed =>
-    judgement.decision._tag !== "RequireApproval"
+    judgement.decision._tag !== "RequireApproval" || !asked.has(callKey(call.sessionKey, call.id))
       ? settle(call, args, judgement, now, 1, undefined)
       : Effect.flatMap(
         store.findRecorded(call.sessionKey, call.id),
@@ -205,8 +220,11 @@ export const make = (options: {
     return Effect.flatMap(created, (result): Replayed => {
       switch (result._tag) {
         case "Created":
+          remember(call)
           return fromRequest(result.request, now)
         case "Existing":
+          remember(call)
+          return replay(call, args, foundRecord(result), now)
         case "Decided":
           return replay(call, args, foundRecord(result), now)
         case "Covered":

@@ -41,8 +41,8 @@ export interface Waiters {
   ) => Effect.Effect<A, E, R>
 }
 
-// a call's key: its session key, told apart from the id by its length (either may hold any character)
-const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey.length}:${sessionKey}${toolCallId}`
+/** A call's key: its session key, told apart from the id by its length (either may hold any character). */
+export const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey.length}:${sessionKey}${toolCallId}`
 
 /** Wake-ups by key: each is woken once, then forgotten. */
 const registry = () => {

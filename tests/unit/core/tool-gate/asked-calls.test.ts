@@ -1,0 +1,89 @@
+/**
+ * A call that needs a human is written at once (the request's insert finds any record the call
+ * has), unless this gate paused it lately: asked again, such a call is most often answered, so its
+ * record is read first. Either way the call comes to what the store holds, whichever gate paused it.
+ */
+import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { expect } from "bun:test"
+import { Effect, Either, type Layer } from "effect"
+import { describe, it } from "../../../support/effectTest.js"
+import { sqliteStore } from "../../../support/sqlStores.js"
+
+const policy = Policy.unsafeMake({ requireApproval: [{ tool: "bash", ttlMs: 60_000 }] })
+
+const bash = (id: string) => ({ id, name: "bash", sessionKey: "s1", args: { command: `make ${id}` } })
+
+/** A gate over the store, its reads of call records counted. */
+const countedGate = Effect.gen(function*() {
+  const store = yield* ApprovalStore.ApprovalStore
+  const reads = { findRecorded: 0 }
+  const gate = yield* ToolGate.make({ policy }).pipe(
+    Effect.provideService(ApprovalStore.ApprovalStore, {
+      ...store,
+      findRecorded: (sessionKey, toolCallId) =>
+        Effect.suspend(() => (reads.findRecorded++, store.findRecorded(sessionKey, toolCallId)))
+    })
+  )
+  return { gate, reads }
+})
+
+const stores: ReadonlyArray<readonly [string, () => Layer.Layer<ApprovalStore.ApprovalStore, unknown>]> = [
+  ["memory", () => ApprovalStore.layerMemory],
+  ["SQLite", () => sqliteStore()]
+]
+
+for (const [name, storeLayer] of stores) {
+  describe(`calls asked again (${name})`, () => {
+    it.scoped("a new call pauses without a read of its record; asked again, its record is read first", () =>
+      Effect.gen(function*() {
+        const { gate, reads } = yield* countedGate
+        const first = yield* gate.authorize(bash("c1"))
+        expect(PauseSignal.isPauseSignal(first)).toBe(true)
+        expect(reads.findRecorded).toBe(0)
+        const again = yield* gate.authorize(bash("c1"))
+        expect(PauseSignal.isPauseSignal(again) && again.requestId).toBe(
+          PauseSignal.isPauseSignal(first) && first.requestId
+        )
+        expect(reads.findRecorded).toBe(1)
+        expect(yield* gate.pending()).toHaveLength(1)
+      }).pipe(Effect.provide(storeLayer())))
+
+    it.scoped("a call paused and answered through another gate runs once through this one, which wrote first", () =>
+      Effect.gen(function*() {
+        const asker = yield* countedGate
+        const other = yield* countedGate
+        const paused = yield* asker.gate.authorize(bash("c1"))
+        if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.dieMessage("expected a pause")
+        yield* asker.gate.respond(paused.requestId, { decision: "approve_once", respondedBy: "ana" })
+
+        let runs = 0
+        yield* other.gate.gate(bash("c1"), () => Effect.sync(() => runs++))
+        expect(runs).toBe(1)
+        // it never paused the call: its request's insert met the approved one, which it ran
+        expect(other.reads.findRecorded).toBe(0)
+        // the approval is spent, for both gates
+        for (const gate of [asker.gate, other.gate]) {
+          const again = yield* Effect.either(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
+          expect(Either.isLeft(again) && again.left._tag).toBe("CallAlreadyExecuted")
+        }
+        expect(runs).toBe(1)
+      }).pipe(Effect.provide(storeLayer())))
+  })
+}
+
+describe("calls asked again (bounded)", () => {
+  it.scoped("the gate remembers the last 10,000 calls it paused: an older one is written first again", () =>
+    Effect.gen(function*() {
+      const { gate, reads } = yield* countedGate
+      yield* gate.authorize(bash("oldest"))
+      for (let i = 0; i < 10_000; i++) yield* gate.authorize(bash(`c${i}`))
+      expect(reads.findRecorded).toBe(0)
+      // the newest is remembered, the oldest no longer; both still come to their pending request
+      const newest = yield* gate.authorize(bash("c9999"))
+      expect(reads.findRecorded).toBe(1)
+      const oldest = yield* gate.authorize(bash("oldest"))
+      expect(reads.findRecorded).toBe(1)
+      expect(PauseSignal.isPauseSignal(newest) && PauseSignal.isPauseSignal(oldest)).toBe(true)
+      expect(yield* gate.pending()).toHaveLength(10_001)
+    }).pipe(Effect.provide(ApprovalStore.layerMemory)))
+})
