@@ -55,21 +55,23 @@ export const make = (
     // connection kept for them while it is free (see keptConnection.ts)
     const keep = !isSqlite && options.keepConnections
     const onKept = keep ? yield* KeptConnection.makeShared(sql.reserve) : undefined
-    /** Runs text on the transaction's (or the batch's) connection when there is one, else the pool. */
+    const onConnection = (text: string, params: ReadonlyArray<unknown>) => (conn: Connection) =>
+      conn.execute(text, params as ReadonlyArray<any>, undefined)
+    /** Runs text outside a transaction: on SQLite's one connection, else the pool (or the kept one). */
+    const outside: Statements.Exec = isSqlite
+      ? (text, params) => Effect.scoped(Effect.flatMap(sql.reserve, onConnection(text, params)))
+      : onKept === undefined
+      ? (text, params) => sql.unsafe<any>(text, params as ReadonlyArray<any>)
+      : (text, params) => onKept(onConnection(text, params), sql.unsafe<any>(text, params as ReadonlyArray<any>))
+    /** Runs text on the transaction's (or the batch's) connection when there is one, else outside. */
     const exec: Statements.Exec = (text, params) =>
-      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-        transaction._tag === "Some"
-          ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
-          : isSqlite
-          ? Effect.scoped(
-            Effect.flatMap(sql.reserve, (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined))
-          )
-          : onKept === undefined
-          ? sql.unsafe<any>(text, params as ReadonlyArray<any>)
-          : onKept(
-            (conn) => conn.execute(text, params as ReadonlyArray<any>, undefined),
-            sql.unsafe<any>(text, params as ReadonlyArray<any>)
-          ))
+      Effect.flatMap(
+        Effect.serviceOption(SqlClient.TransactionConnection),
+        (transaction) =>
+          transaction._tag === "Some"
+            ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
+            : outside(text, params)
+      )
     // PostgreSQL NOTIFY folded into the event insert (the feed's `onCommit` otherwise)
     const notifyChannel = isSqlite ? undefined : feed.channel
     const q = Statements.make(sql, t, exec, clockAt, notifyChannel)
