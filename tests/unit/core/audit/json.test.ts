@@ -97,7 +97,9 @@ const call = (args: Record<string, unknown>) =>
 
 describe("AuditEvent.Json", () => {
   test("every event's JSON form decodes back to it; encoding is toJson; args of any JSON shape", () => {
+    // a call's args: any JSON but a `__proto__` key at any depth, which the ToolCall schema refuses
     const argsArb = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 4 }), { maxKeys: 6 })
+      .filter((args) => !JSON.stringify(args).includes(`"__proto__":`))
     fc.assert(
       fc.property(argsArb, argsArb, instant, fc.nat(), (asked, edited, at, seq) => {
         const askedCall = call(asked)
