@@ -3,7 +3,16 @@
  * PostgreSQL). Each test builds a fresh store and gate on the TestClock, so TTLs are driven by
  * `TestClock.adjust`, never by sleeping.
  */
-import { ApprovalRequest, ApprovalStore, AuditEvent, PauseSignal, Policy, ToolCall, ToolGate } from "@tool-gate/core"
+import {
+  ApprovalRequest,
+  ApprovalStore,
+  AuditChain,
+  AuditEvent,
+  PauseSignal,
+  Policy,
+  ToolCall,
+  ToolGate
+} from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Chunk, type Duration, Effect, Either, Fiber, Layer, Option, type Scope, Stream, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
@@ -779,6 +788,22 @@ export const toolGateSuite = <E>(
           expect(Chunk.toArray(yield* Fiber.join(sessionOnly)).map((e) => e.toolCallId)).toEqual<unknown>(["c7"])
         }))
 
+      test("live events carry their links in the hash chain, as the log reads them back", () =>
+        Effect.gen(function*() {
+          const gate = yield* ToolGate.ToolGate
+          const store = yield* ApprovalStore.ApprovalStore
+          const from = yield* store.lastSeq
+          const live = yield* Effect.fork(gate.audit.pipe(Stream.take(4), Stream.runCollect))
+          yield* Effect.yieldNow()
+          yield* Effect.forEach(["c1", "c2", "c3", "c4"], (id) => gate.evaluate(call(id, "ls")))
+          const seen = Chunk.toArray(yield* Fiber.join(live))
+          const read = yield* store.events({ afterSeq: from })
+          expect(seen.every((e) => typeof e.hash === "string" && e.hash.length === 64)).toBe(true)
+          expect(seen.map((e) => [e.seq, e.prevHash, e.hash])).toEqual(read.map((e) => [e.seq, e.prevHash, e.hash]))
+          for (let i = 1; i < seen.length; i++) expect(seen[i]!.prevHash).toBe(seen[i - 1]!.hash)
+          expect((yield* AuditChain.verify()).valid).toBe(true)
+        }))
+
       test("beforePolicyDecision / afterPolicyDecision hooks see every decision", () =>
         Effect.gen(function*() {
           const seen: Array<string> = []
@@ -896,7 +921,7 @@ export const toolGateSuite = <E>(
           const from = yield* store.lastSeq
           const created = yield* store.createRequest(asked, requested, shadow)
           if (created._tag !== "Created") throw new Error(`expected Created, got ${created._tag}`)
-          // its links in the hash chain aside (the memory store hashes its log when it is read)
+          // its links in the hash chain aside
           const { hash: _hash, prevHash: _prevHash, ...written } = created.shadow!
           expect(written).toEqual<unknown>({ ...shadow, requestId: asked.requestId, seq: created.event.seq + 1 })
           const events = yield* store.events({ afterSeq: from })

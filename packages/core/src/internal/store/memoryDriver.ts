@@ -14,8 +14,9 @@ import { link } from "./chain.js"
 /**
  * The in-process driver: encoded rows in maps, as the SQL driver keeps them in tables. Each method
  * runs in one synchronous step, so each is atomic like a transaction; a continuation's failure
- * leaves the maps as they were (it runs before anything is changed). The log's hash chain is
- * computed when it is read (no other process writes here), over the text the SQL driver would store.
+ * leaves the maps as they were (it runs before anything is changed). Each event is chained as it
+ * is appended, over the text the SQL driver would store, so the rows a write returns (which the
+ * live audit stream carries) have their links, as the SQL driver's do.
  */
 
 type Result<K extends keyof Encoded> = Encoded[K] extends (...args: any) => Effect.Effect<infer A, any> ? A : never
@@ -49,8 +50,6 @@ const step = <A>(operation: string, f: () => Either.Either<A, ParseResult.ParseE
 
 export const makeMemoryDriver = (): Encoded => {
   const log: Array<EventRow> = []
-  // hashes[i]: the hash of log[i], computed up to where a read needed them
-  const hashes: Array<string> = []
   const requests = new Map<string, RequestEncoded>()
   const byCall = new Map<string, string>()
   const decisions = new Map<string, DecisionEncoded>()
@@ -62,11 +61,16 @@ export const makeMemoryDriver = (): Encoded => {
     for (let i = 0; i < events.length; i++) seqs[i] = log.length + 1 + i
     return seqs
   }
-  /** Appends `events`: the rows kept, which reads return as they are. */
+  /** Appends `events`, numbered and chained: the rows kept, which reads return as they are. */
   const append = (events: ReadonlyArray<EventEncoded>): ReadonlyArray<EventRow> => {
     const rows: Array<EventRow> = new Array(events.length)
     for (let i = 0; i < events.length; i++) {
-      const row = { seq: log.length + 1, ...events[i]! } as EventRow
+      const event = events[i]!
+      const prevHash = log[log.length - 1]?.hash
+      const hash = link(prevHash, JSON.stringify(event))
+      const row = (prevHash === undefined
+        ? { seq: log.length + 1, ...event, hash }
+        : { seq: log.length + 1, ...event, prevHash, hash }) as EventRow
       log.push(row)
       rows[i] = row
     }
@@ -76,21 +80,10 @@ export const makeMemoryDriver = (): Encoded => {
     const id = byCall.get(callKey(sessionKey, toolCallId))
     return id === undefined ? undefined : requests.get(id)
   }
-  /** The text the SQL driver stores for an event: its encoded form, without its number. */
+  /** The text the SQL driver stores for an event: its encoded form, without its number and links. */
   const textOf = (row: EventRow) => {
-    const { seq: _, ...event } = row
+    const { hash: _hash, prevHash: _prevHash, seq: _seq, ...event } = row
     return JSON.stringify(event)
-  }
-  /** Hashes the log's first `n` events (those not hashed yet). */
-  const hashUpTo = (n: number) => {
-    for (let i = hashes.length; i < n; i++) hashes.push(link(hashes[i - 1], textOf(log[i]!)))
-  }
-  /** The event at `index` with its links in the chain (hashed up to it). */
-  const chained = (index: number): EventRow => {
-    const row = log[index]!
-    return (index === 0
-      ? { ...row, hash: hashes[0]! }
-      : { ...row, prevHash: hashes[index - 1]!, hash: hashes[index]! }) as EventRow
   }
   const pending = () => [...requests.values()].filter((r) => r.status === "pending")
   const byExpiry = (a: RequestEncoded, b: RequestEncoded) => a.expiresAt - b.expiresAt
@@ -213,7 +206,7 @@ export const makeMemoryDriver = (): Encoded => {
     events: (query) =>
       Effect.sync(() => {
         const limit = query.limit ?? Number.POSITIVE_INFINITY
-        const found: Array<number> = []
+        const found: Array<EventRow> = []
         for (let i = Math.max(0, query.afterSeq ?? 0); i < log.length && found.length < limit; i++) {
           const event = log[i]!
           if (
@@ -223,20 +216,19 @@ export const makeMemoryDriver = (): Encoded => {
             (query.outcome === undefined || event.outcome === query.outcome) &&
             (query.since === undefined || event.at >= query.since) &&
             (query.until === undefined || event.at <= query.until)
-          ) found.push(i)
+          ) found.push(event)
         }
-        if (found.length > 0) hashUpTo(found[found.length - 1]! + 1)
-        return found.map(chained)
+        return found
       }),
     lastSeq: Effect.sync(() => log.length),
     chainLinks: (afterSeq, limit) =>
       Effect.sync(() => {
         const from = Math.max(0, afterSeq)
         const to = Math.min(log.length, from + limit)
-        hashUpTo(to)
         const links = []
         for (let i = from; i < to; i++) {
-          links.push({ seq: log[i]!.seq, prevHash: hashes[i - 1], hash: hashes[i], text: textOf(log[i]!) })
+          const row = log[i]!
+          links.push({ seq: row.seq, prevHash: row.prevHash, hash: row.hash, text: textOf(row) })
         }
         return links
       }),
