@@ -5,7 +5,7 @@
  * durably). 10,000 sequential round trips, then 1,000 in flight at once answered by a responder
  * fiber tailing the audit log, then 1,000 in flight each answering its own request (the answers
  * in flight too, as the peers' scripts run theirs). Figures: round trips per second; p50/p99 of
- * pause and of resume.
+ * pause, of the answer and of resume (of the sequential round trips).
  */
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
@@ -42,6 +42,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     const gate = yield* ToolGate.ToolGate
     const pauses: Array<number> = []
     const resumes: Array<number> = []
+    const answers: Array<number> = []
     let start = performance.now()
     let cpu = process.cpuUsage()
     let mainCpu = mainThreadCpuMs()
@@ -55,6 +56,7 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
       yield* gate.gate(bash(`seq-${i}`), () => Effect.void)
       const t3 = performance.now()
       pauses.push(t1 - t0)
+      answers.push(t2 - t1)
       resumes.push(t3 - t2)
     }
     const sequential = SEQUENTIAL / ((performance.now() - start) / 1000)
@@ -123,6 +125,8 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
       concurrentSelfApprovedMainThreadCpuMsPerRoundTrip: selfApprovedMainCpu,
       pauseP50ms: percentile(pauses, 0.5),
       pauseP99ms: percentile(pauses, 0.99),
+      answerP50ms: percentile(answers, 0.5),
+      answerP99ms: percentile(answers, 0.99),
       resumeP50ms: percentile(resumes, 0.5),
       resumeP99ms: percentile(resumes, 0.99)
     }
