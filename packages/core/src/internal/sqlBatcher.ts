@@ -37,7 +37,11 @@ import * as KeptConnection from "./keptConnection.js"
  */
 export interface Batcher {
   readonly read: <A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | SqlError>
-  /** `single`: the body is one statement, atomic alone; run by itself it needs no BEGIN/COMMIT. */
+  /**
+   * `single`: the body is one statement, atomic alone, so run by itself it needs no BEGIN/COMMIT;
+   * and run again after it took effect it changes nothing more (it may run twice on a kept
+   * connection: see `keep`).
+   */
   readonly write: <A, E>(body: Effect.Effect<A, E>, single?: boolean) => Effect.Effect<A, E | SqlError>
   /**
    * A call that runs with the other calls of its group in the batch (a read or a write).
@@ -72,7 +76,8 @@ export interface Options {
   /**
    * Keep the reserved connection from one batch to the next (PostgreSQL: taking one from the pool
    * costs the client about as much as a short statement). After a batch in which anything failed it
-   * is given back; a `BEGIN` that fails on it runs again, once, on a fresh one.
+   * is given back; a `BEGIN` that fails on it, or a lone `single` statement, runs again, once, on a
+   * fresh one.
    */
   readonly keep?: boolean | undefined
   /** most calls per batch (bounds how long the write lock is held) */
@@ -238,9 +243,13 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           const conn = yield* Effect.exit(kept.get)
           if (Exit.isFailure(conn)) return failAll(jobs, conn)
           const begun = yield* runOn(conn.value, jobs)
-          if (jobs.some((job) => Exit.isFailure(job.exit!))) yield* kept.drop
-          if (begun || attempt === 2) return
-          // nothing ran: once more, on a fresh connection (the server may have ended the kept one)
+          const failed = jobs.some((job) => Exit.isFailure(job.exit!))
+          if (failed) yield* kept.drop
+          if (attempt === 2) return
+          // Once more, on a fresh connection (the server may have ended the kept one), when nothing
+          // ran, or when a lone statement failed: run again, it changes nothing it already changed.
+          const lone = jobs.length === 1 && jobs[0]!.write && jobs[0]!.single
+          if (begun && !(failed && lone)) return
           for (const job of jobs) job.exit = undefined
         }
       })

@@ -106,18 +106,14 @@ const pgSuite = (url: string) =>
         expect((yield* store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(1)
       }))
 
-    it.live("connections the server ends while the store keeps them: the next write and read still succeed", () =>
-      Effect.gen(function*() {
-        const schemaUrl = yield* pgSchema(url)
-        // its own application name, so the admin can end exactly the store's connections
-        const client = PgClient.layer({ url: Redacted.make(schemaUrl), applicationName: "toolgate-kept-test" })
-        const { store } = yield* open(pgStoreOver(client, "toolgate_test_kept"))
-        const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
-        const first = request(1)
-        // a write and a read: the store now keeps a connection for each
-        yield* store.createRequest(first, requested(first))
-        yield* store.getRequest(first.requestId)
-
+    /** A store on its own schema whose connections `endKept` ends from the server while they are idle. */
+    const keptStore = Effect.gen(function*() {
+      const schemaUrl = yield* pgSchema(url)
+      // its own application name, so the admin can end exactly the store's connections
+      const client = PgClient.layer({ url: Redacted.make(schemaUrl), applicationName: "toolgate-kept-test" })
+      const { store } = yield* open(pgStoreOver(client, "toolgate_test_kept"))
+      const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
+      const endKept = Effect.gen(function*() {
         // (materialized first: a plain WHERE may call pg_terminate_backend on any row, the admin's own too)
         const ended = yield* admin<{ pid: number }>`
           WITH kept AS MATERIALIZED (
@@ -125,16 +121,42 @@ const pgSuite = (url: string) =>
             AND state = 'idle' AND query NOT LIKE 'LISTEN%'
           ) SELECT pid FROM kept WHERE pg_terminate_backend(pid)`
         expect(ended.length).toBeGreaterThanOrEqual(2)
-        const gone = admin<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE pid IN ${
+        yield* admin<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE pid IN ${
           admin.in(ended.map((row) => row.pid))
         }`.pipe(Effect.filterOrFail((rows) => rows.length === 0), Effect.retry(Schedule.spaced("10 millis")))
-        yield* gone
+      })
+      return { store, endKept }
+    })
+
+    it.live("connections the server ends while the store keeps them: the next write and read still succeed", () =>
+      Effect.gen(function*() {
+        const { endKept, store } = yield* keptStore
+        const first = request(1)
+        // a write and a read: the store now keeps a connection for each
+        yield* store.createRequest(first, requested(first))
+        yield* store.getRequest(first.requestId)
+        yield* endKept
 
         const second = request(2)
         expect((yield* store.createRequest(second, requested(second)))._tag).toBe("Created")
         expect(Option.isSome(yield* store.getRequest(second.requestId))).toBe(true)
         const answered = yield* store.resolve(second.requestId, approval(second, "ana"), resolved(second, "ana"))
         expect(answered._tag).toBe("Resolved")
+      }))
+
+    it.live("a spend, one statement with no transaction around it, on a kept connection the server ended: spent once", () =>
+      Effect.gen(function*() {
+        const { endKept, store } = yield* keptStore
+        const r = request(1)
+        yield* store.createRequest(r, requested(r))
+        yield* store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"))
+        yield* store.getRequest(r.requestId)
+        yield* endKept
+
+        expect(yield* store.consume(r.requestId, r.createdAt + 10)).toBe(true)
+        expect(yield* store.consume(r.requestId, r.createdAt + 11)).toBe(false)
+        const spent = Option.getOrThrow(yield* store.getRequest(r.requestId))
+        expect(spent.status === "approved" && spent.consumedAt).toBe(r.createdAt + 10)
       }))
   })
 
