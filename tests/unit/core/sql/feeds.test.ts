@@ -4,10 +4,10 @@
  * with its fallback timer pushed out of reach, so a hint can only come from the other's commit.
  */
 import { PgClient } from "@effect/sql-pg"
-import { type ApprovalStore, SqlApprovalStore } from "@tool-gate/core"
+import { type ApprovalStore, SqlApprovalStore, SqlChangeFeed } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
-import { Effect, Layer, Option, Queue, type Scope } from "effect"
+import { Chunk, Clock, Effect, Layer, Option, Queue, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -80,6 +80,40 @@ describe("change feeds and this instance's own commits", () => {
       }),
     30_000
   )
+})
+
+describe("change feeds poll beside what they watch", () => {
+  /**
+   * The signals of `changes` in 300 ms of wall-clock time, under the test's TestClock (which never
+   * moves): polls that kept the `Clock` service's time would give none.
+   */
+  const signalsIn300ms = <A>(changes: Stream.Stream<A>) =>
+    changes.pipe(Stream.interruptWhen(Effect.withClock(Effect.sleep("300 millis"), Clock.make())), Stream.runCollect)
+
+  it.scoped("SQLite: the file feed signals every fallback interval of wall-clock time, with no change to the file", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "toolgate.db")
+      const feed = yield* SqlChangeFeed.SqlChangeFeed.pipe(
+        Effect.provide(ToolGateSqlite.layerFileFeed(file, "20 millis"))
+      )
+      const count = Chunk.size(yield* signalsIn300ms(feed.changes))
+      expect(count).toBeGreaterThanOrEqual(3)
+      expect(count).toBeLessThan(30)
+    }))
+
+  it.scoped("PostgreSQL's notify feed polls beside LISTEN, and passes on what LISTEN hears", () =>
+    Effect.gen(function*() {
+      const listener: SqlApprovalStore.Listener = {
+        listen: (channel) => Stream.make(`${channel}:7`, "7", "not a seq").pipe(Stream.concat(Stream.never))
+      }
+      const feed = yield* SqlApprovalStore.makeNotifyFeed(listener, { fallbackInterval: "20 millis" }).pipe(
+        Effect.provide(sqliteClient(join(yield* tempDir, "toolgate.db")))
+      )
+      const signals = yield* signalsIn300ms(feed.changes)
+      const heard = Chunk.toArray(signals).filter((seq) => seq !== undefined)
+      expect(heard).toEqual([7])
+      expect(Chunk.size(signals) - heard.length).toBeGreaterThanOrEqual(3)
+    }))
 })
 
 describePostgres("change feed tests", (url) =>
