@@ -40,6 +40,9 @@ const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
 export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, E>) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
+    // the gate's own fibers (its log tailer and the store's change feed) start first, as in a gate
+    // open a while: a loop that never yields to the event loop would otherwise run without them
+    yield* Effect.sleep("200 millis")
     const pauses: Array<number> = []
     const resumes: Array<number> = []
     const answers: Array<number> = []

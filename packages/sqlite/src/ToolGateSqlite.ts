@@ -28,9 +28,10 @@ import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
 import type { SqlApprovalStore } from "@tool-gate/core"
 import { SqlChangeFeed, ToolGate, ToolGateError, ToolGateSql } from "@tool-gate/core"
 import type { ConfigError, Duration } from "effect"
-import { Clock, Config, Context, Effect, Layer, Option, Stream } from "effect"
-import { mkdirSync, watch } from "node:fs"
-import { basename, dirname, resolve } from "node:path"
+import { Config, Context, Effect, Layer, Option } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname, resolve } from "node:path"
+import * as FileFeed from "./internal/fileFeed.js"
 import * as WalCheckpoints from "./internal/walCheckpoints.js"
 
 /**
@@ -115,55 +116,10 @@ export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, 
     })
   )
 
-const wallClock = Clock.make()
-
-const ECHO_MS = 3
-
-/**
- * Signals whenever a file next to the database (the database, its `-wal` or `-shm`) changes, and
- * every `fallbackInterval` of wall-clock time in case the platform drops a watch event. The watch
- * and the poll push into one stream (`Stream.merge` races its two sides for every element, which
- * cost about 0.4 ms of a waiter's wake-up on PostgreSQL's feed).
- */
-const fileChanges = (filename: string, fallbackInterval: Duration.DurationInput): Stream.Stream<void> => {
-  const path = resolve(filename)
-  const name = basename(path)
-  return Stream.asyncPush<void>((emit) => {
-    const watching = Effect.acquireRelease(
-      Effect.sync(() => {
-        // A commit's last write to the WAL comes just before its index update in shared memory
-        // (which no watch sees): a reader quick enough can look in between and find nothing new.
-        // So each burst of changes is signalled again a little after it ends.
-        let echo: ReturnType<typeof setTimeout> | undefined
-        const watcher = watch(dirname(path), (_event, changed) => {
-          if (changed !== null && !changed.startsWith(name)) return
-          emit.single(undefined)
-          clearTimeout(echo)
-          echo = setTimeout(() => emit.single(undefined), ECHO_MS)
-        })
-        const stop = () => {
-          clearTimeout(echo)
-          watcher.close()
-        }
-        // a watch that fails leaves the poll
-        watcher.on("error", stop)
-        return stop
-      }),
-      (stop) => Effect.sync(stop)
-    )
-    const polling = Effect.forever(
-      Effect.zipRight(
-        Effect.withClock(Effect.sleep(fallbackInterval), wallClock),
-        Effect.sync(() => emit.single(undefined))
-      )
-    )
-    return Effect.zipRight(watching, Effect.forkScoped(polling))
-  })
-}
-
 /**
  * Wake-ups for a SQLite file shared by several processes: a watch on the database's directory
- * plus a slow poll.
+ * (while this process commits, a read of the WAL-index header every millisecond instead) plus a
+ * slow poll.
  *
  * @since 0.1.0
  * @category layers
@@ -172,10 +128,7 @@ export const layerFileFeed = (
   filename: string,
   fallbackInterval: Duration.DurationInput = "250 millis"
 ): Layer.Layer<SqlChangeFeed.SqlChangeFeed> =>
-  Layer.succeed(SqlChangeFeed.SqlChangeFeed, {
-    onCommit: () => Effect.void,
-    changes: Stream.as(fileChanges(filename, fallbackInterval), undefined)
-  })
+  Layer.sync(SqlChangeFeed.SqlChangeFeed, () => FileFeed.make(filename, fallbackInterval))
 
 /** The worker checkpoints at this fraction of the connection's own (the backstop's) threshold. */
 const WORKER_SHARE = 4

@@ -6,8 +6,9 @@
 import { PgClient } from "@effect/sql-pg"
 import { type ApprovalStore, SqlApprovalStore, SqlChangeFeed } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
-import { Chunk, Clock, Effect, Layer, Option, Queue, type Scope, Stream } from "effect"
+import { Chunk, Clock, Effect, Fiber, Layer, Option, Queue, type Scope, Stream } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -114,6 +115,56 @@ describe("change feeds poll beside what they watch", () => {
       expect(heard).toEqual([7])
       expect(Chunk.size(signals) - heard.length).toBeGreaterThanOrEqual(3)
     }))
+})
+
+describe("the SQLite file feed of a process that commits often", () => {
+  /** The feed on `file`, its signals counted into a queue while the test's scope is open. */
+  const followed = (file: string) =>
+    Effect.gen(function*() {
+      const feed = yield* SqlChangeFeed.SqlChangeFeed.pipe(
+        Effect.provide(ToolGateSqlite.layerFileFeed(file, noFallback))
+      )
+      const signals = yield* Queue.unbounded<void>()
+      yield* feed.changes.pipe(Stream.runForEach(() => Queue.offer(signals, undefined)), Effect.forkScoped)
+      // the watch starts with the stream; let its first signals pass
+      yield* Effect.sleep("100 millis")
+      yield* Queue.takeAll(signals)
+      return { feed, signals }
+    })
+
+  /** Another connection's commit, as another process makes it. */
+  const commitElsewhere = (other: Database, n: number) => Effect.sync(() => other.run("INSERT INTO t VALUES (?)", [n]))
+
+  it.live(
+    "another process's commit is signalled while this one commits, and after it stops",
+    () =>
+      Effect.gen(function*() {
+        const file = join(yield* tempDir, "toolgate.db")
+        const other = new Database(file)
+        yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
+        other.run("PRAGMA journal_mode = WAL")
+        other.run("CREATE TABLE t (n INTEGER)")
+        const { feed, signals } = yield* followed(file)
+
+        // many commits of this process at once, then one every 10 ms: a busy writer
+        yield* Effect.repeatN(feed.onCommit(1), 59)
+        const busy = yield* Effect.forkScoped(
+          Effect.forever(Effect.zipRight(feed.onCommit(1), Effect.sleep("10 millis")))
+        )
+        yield* Effect.sleep("50 millis")
+        yield* Queue.takeAll(signals)
+        yield* commitElsewhere(other, 1)
+        expect(Option.isSome(yield* Queue.take(signals).pipe(Effect.timeout("5 seconds"), Effect.option))).toBe(true)
+
+        // quiet again: the next commit elsewhere is signalled too
+        yield* Fiber.interrupt(busy)
+        yield* Effect.sleep("300 millis")
+        yield* Queue.takeAll(signals)
+        yield* commitElsewhere(other, 2)
+        expect(Option.isSome(yield* Queue.take(signals).pipe(Effect.timeout("5 seconds"), Effect.option))).toBe(true)
+      }),
+    30_000
+  )
 })
 
 describePostgres("change feed tests", (url) =>
