@@ -1,7 +1,7 @@
 import type { SqlChangeFeed } from "@tool-gate/core"
 import type { Duration } from "effect"
 import { Clock, Effect, Stream } from "effect"
-import { closeSync, type FSWatcher, openSync, readSync, watch } from "node:fs"
+import { type FSWatcher, watch } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
 
 const wallClock = Clock.make()
@@ -13,7 +13,7 @@ const wallClock = Clock.make()
  */
 const ECHO_MS = 3
 
-/** While this process writes: how often the WAL-index header is read. */
+/** While this process commits often: how often it signals (the store reads `PRAGMA data_version`). */
 const POLL_MS = 1
 
 /** How long after this process's last commit the directory is watched again. */
@@ -21,13 +21,10 @@ const QUIET_MS = 100
 
 /**
  * This many commits of this process within `QUIET_MS` make it a busy writer, whose own writes the
- * watch would cost more than a read of the header every millisecond. A process that commits less
- * often keeps the watch, which wakes it sooner.
+ * watch would cost more than a read of `PRAGMA data_version` every millisecond. A process that
+ * commits less often keeps the watch, which wakes it sooner.
  */
 const BUSY_COMMITS = 50
-
-/** The WAL-index header: both copies (they change on every commit and every WAL reset). */
-const HEADER_BYTES = 96
 
 /** One run of the feed's stream: told of this process's commits. */
 interface Run {
@@ -42,10 +39,11 @@ interface Run {
  * on every page a commit writes). The watch costs this process for every one of those writes,
  * its own too: on Bun about 15 µs of CPU each, and a round trip of the store writes about 23
  * pages. So while this process commits often (`onCommit`: `BUSY_COMMITS` within `QUIET_MS`), the
- * watch is closed and the WAL-index header in the `-shm` file (which a commit updates once, in
- * shared memory) is read every millisecond instead; `QUIET_MS` after its last commit the directory
- * is watched again, with one signal for anything committed in between. Own commits that a read of the header finds are
- * signalled too; the store tells them from others' by `PRAGMA data_version`.
+ * watch is closed and the feed signals every millisecond instead: the store then reads
+ * `PRAGMA data_version` on its connection, which changes only when another connection committed.
+ * `QUIET_MS` after its last commit the directory is watched again, with one signal for anything
+ * committed in between. (The feed never opens the database's files itself: closing a file
+ * descriptor of the `-shm` file would drop the process's locks on it, which SQLite holds.)
  */
 export const make = (filename: string, fallbackInterval: Duration.DurationInput): SqlChangeFeed.ChangeFeed => {
   const path = resolve(filename)
@@ -59,13 +57,10 @@ export const make = (filename: string, fallbackInterval: Duration.DurationInput)
         let watcher: FSWatcher | undefined
         let echo: ReturnType<typeof setTimeout> | undefined
         let poll: ReturnType<typeof setInterval> | undefined
-        let shm: number | undefined
         let lastWrite = 0
         // commits counted since `since`, while watching
         let since = 0
         let counted = 0
-        const header = Buffer.alloc(HEADER_BYTES)
-        const seen = Buffer.alloc(HEADER_BYTES)
 
         const unwatch = () => {
           clearTimeout(echo)
@@ -82,32 +77,16 @@ export const make = (filename: string, fallbackInterval: Duration.DurationInput)
           // a watch that fails leaves the polls
           watcher.on("error", unwatch)
         }
-        /** Reads the header into `header`; `false` when the `-shm` file cannot be read (yet). */
-        const readHeader = (): boolean => {
-          try {
-            shm ??= openSync(`${path}-shm`, "r")
-            return readSync(shm, header, 0, HEADER_BYTES, 0) === HEADER_BYTES
-          } catch {
-            return false
-          }
-        }
         const stopPolling = () => {
           clearInterval(poll)
           poll = undefined
-          if (shm !== undefined) closeSync(shm)
-          shm = undefined
         }
         const startPolling = () => {
-          if (readHeader()) header.copy(seen)
           poll = setInterval(() => {
-            if (readHeader() && !header.equals(seen)) {
-              header.copy(seen)
-              signal()
-            }
+            signal()
             if (performance.now() - lastWrite >= QUIET_MS) {
               stopPolling()
               startWatching()
-              signal()
             }
           }, POLL_MS)
         }

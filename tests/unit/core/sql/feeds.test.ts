@@ -9,6 +9,7 @@ import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
 import { Chunk, Clock, Effect, Fiber, Layer, Option, Queue, type Scope, Stream } from "effect"
+import { existsSync, readdirSync, readlinkSync } from "node:fs"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -132,6 +133,20 @@ describe("the SQLite file feed of a process that commits often", () => {
       return { feed, signals }
     })
 
+  /** How many descriptors this process holds of the database's files (Linux; elsewhere 0). */
+  const descriptorsOf = (file: string): number => {
+    if (!existsSync("/proc/self/fd")) return 0
+    let count = 0
+    for (const fd of readdirSync("/proc/self/fd")) {
+      try {
+        if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)) count++
+      } catch {
+        // closed since the listing
+      }
+    }
+    return count
+  }
+
   /** Another connection's commit, as another process makes it. */
   const commitElsewhere = (other: Database, n: number) => Effect.sync(() => other.run("INSERT INTO t VALUES (?)", [n]))
 
@@ -144,6 +159,7 @@ describe("the SQLite file feed of a process that commits often", () => {
         yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
         other.run("PRAGMA journal_mode = WAL")
         other.run("CREATE TABLE t (n INTEGER)")
+        const before = descriptorsOf(file)
         const { feed, signals } = yield* followed(file)
 
         // many commits of this process at once, then one every 10 ms: a busy writer
@@ -152,6 +168,10 @@ describe("the SQLite file feed of a process that commits often", () => {
           Effect.forever(Effect.zipRight(feed.onCommit(1), Effect.sleep("10 millis")))
         )
         yield* Effect.sleep("50 millis")
+        // nor does the feed open the database's files: closing a descriptor of one drops the
+        // process's POSIX locks on it, SQLite's own (another connection may then rebuild the -shm
+        // under this one's mapping)
+        expect(descriptorsOf(file)).toBe(before)
         yield* Queue.takeAll(signals)
         yield* commitElsewhere(other, 1)
         expect(Option.isSome(yield* Queue.take(signals).pipe(Effect.timeout("5 seconds"), Effect.option))).toBe(true)
