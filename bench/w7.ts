@@ -24,7 +24,7 @@ import { ApprovalStore } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Effect, type Layer, Redacted } from "effect"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -114,6 +114,8 @@ const load = async <E>(
         Effect.provide(storeLayer)
       )
     )
+    // a server that died under the load (its crash report is above) has no /proc entry to read
+    if (!existsSync(`/proc/${server.pid}`)) throw new Error(`the ${kind} server process ended during the run`)
     const perAnswer = (ms: number) => Math.round(ms / figures.requests * 100) / 100
     const serverCpuMsPerAnswer = perAnswer(cpuMs(server.pid) - before)
     // the rest is mostly the JIT compiling a fresh process's code while it runs
