@@ -67,15 +67,20 @@ export const make = (filename: string, fallbackInterval: Duration.DurationInput)
           watcher?.close()
           watcher = undefined
         }
+        // a watch that cannot start (the directory is gone), or fails, leaves the slow poll; this
+        // runs in a timer too, where a throw would end the process
         const startWatching = () => {
-          watcher = watch(dirname(path), (_event, changed) => {
-            if (changed !== null && !changed.startsWith(name)) return
-            signal()
-            clearTimeout(echo)
-            echo = setTimeout(signal, ECHO_MS)
-          })
-          // a watch that fails leaves the polls
-          watcher.on("error", unwatch)
+          try {
+            watcher = watch(dirname(path), (_event, changed) => {
+              if (changed !== null && !changed.startsWith(name)) return
+              signal()
+              clearTimeout(echo)
+              echo = setTimeout(signal, ECHO_MS)
+            })
+            watcher.on("error", unwatch)
+          } catch {
+            watcher = undefined
+          }
         }
         const stopPolling = () => {
           clearInterval(poll)

@@ -9,7 +9,7 @@ import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
 import { Chunk, Clock, Effect, Fiber, Layer, Option, Queue, type Scope, Stream } from "effect"
-import { existsSync, readdirSync, readlinkSync } from "node:fs"
+import { existsSync, readdirSync, readlinkSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -182,6 +182,32 @@ describe("the SQLite file feed of a process that commits often", () => {
         yield* Queue.takeAll(signals)
         yield* commitElsewhere(other, 2)
         expect(Option.isSome(yield* Queue.take(signals).pipe(Effect.timeout("5 seconds"), Effect.option))).toBe(true)
+      }),
+    30_000
+  )
+})
+
+describe("the SQLite file feed when its directory goes away", () => {
+  it.live(
+    "a busy writer whose directory is removed keeps the slow poll, and the process runs on",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const feed = yield* SqlChangeFeed.SqlChangeFeed.pipe(
+          Effect.provide(ToolGateSqlite.layerFileFeed(join(dir, "toolgate.db"), "20 millis"))
+        )
+        const counted = yield* feed.changes.pipe(
+          Stream.interruptWhen(Effect.sleep("500 millis")),
+          Stream.runCount,
+          Effect.fork
+        )
+        yield* Effect.sleep("50 millis")
+        // busy: the watch closes; 100 ms after the last commit it would start again, on no directory
+        yield* Effect.repeatN(feed.onCommit(1), 59)
+        rmSync(dir, { recursive: true, force: true })
+        yield* Effect.sleep("250 millis")
+        const before = yield* Fiber.join(counted)
+        expect(before).toBeGreaterThanOrEqual(10)
       }),
     30_000
   )
