@@ -93,8 +93,8 @@ export interface Options {
    * PostgreSQL: keep two connections of the pool while the store is open, one for its writing
    * transactions and one for its reads while it is free, instead of taking one from the pool for
    * each. That costs the client less CPU per statement, and a waiter woken by an answer reads it
-   * sooner. A connection is given back after a failure on it (a read, or a `BEGIN`, then runs again
-   * once on a fresh one). Default `false`: this layer does not know the pool's size, and the two must
+   * sooner. A connection is given back after a failure on it (a read, a `BEGIN` or a spend then runs
+   * again once on a fresh one). Default `false`: this layer does not know the pool's size, and the two must
    * leave room for everything else using the pool (a pool they exhaust waits for ever).
    * `@tool-gate/pg` turns it on when its pool has at least 4 connections.
    */

@@ -118,8 +118,8 @@ export const layerClient = (filename: string): Layer.Layer<SqlClient.SqlClient, 
 
 /**
  * Wake-ups for a SQLite file shared by several processes: a watch on the database's directory
- * (while this process commits, a read of the WAL-index header every millisecond instead) plus a
- * slow poll.
+ * (while this process commits often, a signal every millisecond instead, on which the store reads
+ * `PRAGMA data_version`) plus a slow poll.
  *
  * @since 0.1.0
  * @category layers

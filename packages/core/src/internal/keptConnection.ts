@@ -10,7 +10,8 @@ import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
  *
  * The pool drops a connection the server ends while it sits idle there; a kept one is out of the
  * pool, so it is only found broken when used. Its user gives it back (`drop`) after anything
- * failed on it, and runs again on a fresh one what can run twice safely (a read; a `BEGIN`).
+ * failed on it, and runs again on a fresh one what can run twice safely (a read; a `BEGIN`; a
+ * statement that changes nothing the second time).
  */
 export interface KeptConnection {
   /** The kept connection, reserved now if none is kept. */
