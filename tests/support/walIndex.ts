@@ -12,6 +12,10 @@ export interface WalIndex {
   readonly backfilled: number
 }
 
+/**
+ * Closing its descriptor drops this process's POSIX locks on `-shm`, SQLite's too: for tests where
+ * no other process opens the database while this one's connections are open.
+ */
 export const walIndex = (filename: string): WalIndex => {
   const header = Buffer.alloc(100)
   const fd = openSync(`${filename}-shm`, "r")

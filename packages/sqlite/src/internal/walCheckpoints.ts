@@ -28,6 +28,7 @@
 import { ApprovalStore } from "@tool-gate/core"
 import { Deferred, Effect, Exit, Layer } from "effect"
 import type * as Scope from "effect/Scope"
+import { closeSync, fstatSync, type Stats, statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
 
@@ -63,9 +64,9 @@ const isBun = typeof (globalThis as { readonly Bun?: unknown }).Bun !== "undefin
 // CommonJS, run by `new Worker(code, { eval: true })` on Node and on Bun.
 const code = `"use strict"
 const { parentPort, workerData } = require("node:worker_threads")
-const { closeSync, openSync, readSync } = require("node:fs")
+const { openSync, readSync } = require("node:fs")
 const { endianness } = require("node:os")
-const { filename, threshold, intervalMs, synchronous, busyTimeoutMs, driver } = workerData
+const { filename, threshold, intervalMs, synchronous, busyTimeoutMs, driver, shmDescriptor } = workerData
 const Database = driver === undefined ? require("bun:sqlite").Database : require(driver)
 const db = new Database(filename)
 db.exec("PRAGMA busy_timeout = " + busyTimeoutMs)
@@ -73,7 +74,7 @@ db.exec("PRAGMA synchronous = " + synchronous)
 const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)")
 const header = Buffer.alloc(100)
 const u32 = endianness() === "LE" ? (at) => header.readUInt32LE(at) : (at) => header.readUInt32BE(at)
-let shm
+let shm = shmDescriptor
 const behind = () => {
   try {
     if (shm === undefined) shm = openSync(filename + "-shm", "r")
@@ -88,12 +89,53 @@ const timer = setInterval(() => {
 }, intervalMs)
 parentPort.on("message", () => {
   clearInterval(timer)
-  if (shm !== undefined) closeSync(shm)
   db.close()
+  // not closed here: handed to the main thread, which closes it once the file is gone
+  parentPort.postMessage({ shm })
   parentPort.close()
 })
 parentPort.postMessage("ready")
 `
+
+/**
+ * Descriptors of `-shm` files that ended workers read, still open. Closing a descriptor drops
+ * every POSIX lock the process holds on its file, SQLite's own included (any connection of this
+ * process to the database, on any thread): another process would then find the index unlocked and
+ * rebuild it under those connections (a SIGBUS, or a torn index). So one is closed only once its
+ * file is deleted, which SQLite does when the last connection to the database closes: no lock of
+ * ours is left on it. Until then it stays open, and the next worker on that file reads through it.
+ */
+const parked = new Set<number>()
+
+/**
+ * Closes the parked descriptors whose file is deleted; takes out and returns the one of `file`
+ * (the same file, not another at its path), if one is parked.
+ */
+const sweepParked = (file: string): number | undefined => {
+  let current: Stats | undefined
+  try {
+    current = statSync(file)
+  } catch {
+    current = undefined // no index yet
+  }
+  let found: number | undefined
+  for (const fd of parked) {
+    try {
+      const stats = fstatSync(fd)
+      if (found === undefined && current !== undefined && stats.ino === current.ino && stats.dev === current.dev) {
+        found = fd
+      } else if (stats.nlink > 0) {
+        continue
+      } else {
+        closeSync(fd)
+      }
+    } catch {
+      // closed already: nothing to do
+    }
+    parked.delete(fd)
+  }
+  return found
+}
 
 const resolveDriver = (): string => {
   const require = createRequire(import.meta.url)
@@ -116,6 +158,7 @@ const describe = (cause: unknown): string => cause instanceof Error ? cause.mess
  */
 export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scope> =>
   Effect.gen(function*() {
+    const shmDescriptor = yield* Effect.sync(() => sweepParked(`${options.filename}-shm`))
     const ready = yield* Deferred.make<void, Error>()
     const exited = yield* Deferred.make<string | undefined>()
     const worker = yield* Effect.acquireRelease(
@@ -130,11 +173,15 @@ export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scop
               intervalMs: options.intervalMs ?? 10,
               synchronous: options.synchronous === "full" ? "FULL" : "NORMAL",
               busyTimeoutMs: Math.max(0, Math.trunc(options.busyTimeoutMs)),
-              driver
+              driver,
+              shmDescriptor
             }
           })
         },
-        catch: (cause) => new Error(`cannot start the checkpoint worker: ${describe(cause)}`)
+        catch: (cause) => {
+          if (shmDescriptor !== undefined) parked.add(shmDescriptor)
+          return new Error(`cannot start the checkpoint worker: ${describe(cause)}`)
+        }
       }),
       (worker) =>
         Effect.flatMap(Effect.all([Deferred.isDone(ready), Deferred.isDone(exited)]), ([started, ended]) => {
@@ -160,7 +207,10 @@ export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scop
         })
     )
     let failure: string | undefined
-    worker.on("message", () => Deferred.unsafeDone(ready, Exit.void))
+    worker.on("message", (message: "ready" | { readonly shm?: number }) => {
+      if (message === "ready") return Deferred.unsafeDone(ready, Exit.void)
+      if (message.shm !== undefined) parked.add(message.shm)
+    })
     worker.on("error", (cause) => {
       failure = describe(cause)
       Deferred.unsafeDone(ready, Exit.fail(new Error(failure)))

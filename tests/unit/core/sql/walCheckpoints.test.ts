@@ -7,12 +7,30 @@ import { ApprovalStore } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
 import { Effect, Either, Exit, Layer, Logger, Option, Schedule, Scope } from "effect"
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
 import { join } from "node:path"
 import * as WalCheckpoints from "../../../../packages/sqlite/src/internal/walCheckpoints.js"
 import { it } from "../../../support/effectTest.js"
 import { tempDir } from "../../../support/sqlStores.js"
 import { walIndex } from "../../../support/walIndex.js"
 import { decision } from "./fixtures.js"
+
+/** POSIX locks this process holds on `file` (from Linux's /proc/locks), SQLite's own among them. */
+const locksHeldOn = (file: string) => {
+  const inode = `:${statSync(file).ino} `
+  return readFileSync("/proc/locks", "utf8").split("\n")
+    .filter((line) => line.includes(" POSIX ") && line.includes(` ${process.pid} `) && line.includes(inode)).length
+}
+
+/** Descriptors this process has open on `file`. */
+const descriptorsOf = (file: string) =>
+  readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === file
+    } catch {
+      return false // closed since it was listed
+    }
+  }).length
 
 const settings = { threshold: 10, synchronous: "normal", busyTimeoutMs: 1000 } as const
 
@@ -65,4 +83,70 @@ it.live("a worker that cannot open the file is logged; the store goes on without
     // the store writes on, its own checkpoint keeping the log bounded
     for (let n = 1; n <= 200; n++) yield* store.append([decision(n)])
     expect(walIndex(filename).frames).toBeLessThan(200)
+  }))
+
+// Closing a descriptor drops every POSIX lock the process holds on its file, SQLite's too: a worker
+// that closed its descriptor of -shm at stop left the store's connection unlocked there, and another
+// process opening the database would rebuild the index under it.
+it.live("a worker that stops leaves the store's locks on -shm in place", () =>
+  Effect.gen(function*() {
+    const filename = join(yield* tempDir, "gate.db")
+    const store = yield* Layer.build(ToolGateSqlite.layerStore({ filename, checkpoints: "inline" }))
+    yield* Effect.provide(Effect.flatMap(ApprovalStore.ApprovalStore, (s) => s.append([decision(1)])), store)
+    const held = locksHeldOn(`${filename}-shm`)
+    expect(held).toBeGreaterThan(0)
+    const scope = yield* Scope.make()
+    const worker = yield* WalCheckpoints.start({ filename, ...settings }).pipe(Scope.extend(scope))
+    yield* worker.ready
+    // once it has read the index, it holds a descriptor of -shm beside SQLite's
+    const sqlites = descriptorsOf(`${filename}-shm`)
+    yield* Effect.sync(() => descriptorsOf(`${filename}-shm`)).pipe(
+      Effect.repeat({ until: (open) => open > sqlites, schedule: Schedule.spaced("5 millis") })
+    )
+    yield* Scope.close(scope, Exit.void)
+    expect(locksHeldOn(`${filename}-shm`)).toBe(held)
+    yield* Effect.provide(Effect.flatMap(ApprovalStore.ApprovalStore, (s) => s.append([decision(2)])), store)
+  }))
+
+it.live("the next worker on the file reads through the descriptor left open; it is closed once the file is gone", () =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const filename = join(dir, "gate.db")
+    const shm = `${filename}-shm`
+    const storeScope = yield* Scope.make()
+    const store = yield* Layer.buildWithScope(
+      ToolGateSqlite.layerStore({ filename, checkpoints: "inline" }),
+      storeScope
+    )
+    const append = (n: number) =>
+      Effect.provide(Effect.flatMap(ApprovalStore.ApprovalStore, (s) => s.append([decision(n)])), store)
+    yield* append(1)
+    const sqlites = descriptorsOf(shm)
+    /** A worker run until it has read the index (its descriptor open), then stopped. */
+    const runWorker = (on: string) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const worker = yield* WalCheckpoints.start({ filename: on, ...settings }).pipe(Scope.extend(scope))
+        yield* worker.ready
+        yield* Effect.sleep("50 millis")
+        yield* Scope.close(scope, Exit.void)
+      })
+    yield* runWorker(filename)
+    expect(descriptorsOf(shm)).toBe(sqlites + 1)
+    yield* append(2)
+    yield* runWorker(filename)
+    // the second worker read through the first's descriptor: still one beside SQLite's
+    expect(descriptorsOf(shm)).toBe(sqlites + 1)
+    // the last connection closed: SQLite deleted -shm; the next worker's start closes the descriptor
+    yield* Scope.close(storeScope, Exit.void)
+    expect(existsSync(shm)).toBe(false)
+    expect(descriptorsOf(`${shm} (deleted)`)).toBe(1)
+    const other = join(dir, "other.db")
+    yield* Effect.scoped(
+      Effect.flatMap(
+        Layer.build(ToolGateSqlite.layerStore({ filename: other, checkpoints: "inline" })),
+        () => runWorker(other)
+      )
+    )
+    expect(descriptorsOf(`${shm} (deleted)`)).toBe(0)
   }))
