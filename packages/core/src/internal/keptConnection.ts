@@ -56,11 +56,22 @@ export const make = (
     return { get, drop }
   })
 
-/** Runs `use` on the kept connection while it is free, else `pool`. */
-export type Shared = <A>(
-  use: (conn: Connection) => Effect.Effect<A, SqlError>,
-  pool: Effect.Effect<A, SqlError>
-) => Effect.Effect<A, SqlError>
+/** A kept connection shared by statements outside a transaction. */
+export interface Shared {
+  /** Runs `use` on the kept connection while it is free, else `pool`. */
+  <A>(
+    use: (conn: Connection) => Effect.Effect<A, SqlError>,
+    pool: Effect.Effect<A, SqlError>
+  ): Effect.Effect<A, SqlError>
+  /**
+   * The kept connection while it is free, held until the scope closes, else one from `pool`. What
+   * fails on it should run again through the call form (reads only): that gives back a kept
+   * connection the server has ended.
+   */
+  readonly borrow: (
+    pool: Effect.Effect<Connection, SqlError, Scope.Scope>
+  ) => Effect.Effect<Connection, SqlError, Scope.Scope>
+}
 
 /**
  * Runs statements outside a transaction on a kept connection while it is free, else on `pool` (so
@@ -76,7 +87,7 @@ export const makeShared = (
     const free = Effect.sync(() => {
       busy = false
     })
-    return <A>(use: (conn: Connection) => Effect.Effect<A, SqlError>, pool: Effect.Effect<A, SqlError>) =>
+    const run = <A>(use: (conn: Connection) => Effect.Effect<A, SqlError>, pool: Effect.Effect<A, SqlError>) =>
       Effect.suspend(() => {
         if (busy) return pool
         busy = true
@@ -87,4 +98,14 @@ export const makeShared = (
           Effect.catchAll(() => pool)
         )
       })
+    const borrow = (pool: Effect.Effect<Connection, SqlError, Scope.Scope>) =>
+      Effect.suspend(() => {
+        if (busy) return pool
+        busy = true
+        return Effect.zipRight(
+          Effect.addFinalizer(() => free),
+          Effect.catchAll(kept.get, () => pool)
+        )
+      })
+    return Object.assign(run, { borrow })
   })

@@ -139,6 +139,11 @@ const pgSuite = (url: string) =>
 
         const second = request(2)
         expect((yield* store.createRequest(second, requested(second)))._tag).toBe("Created")
+        // a read of a call's record (one that merges with others in flight) first, then a plain one
+        const found = yield* store.findRecorded(second.toolCall.sessionKey, second.toolCall.id)
+        expect(Option.isSome(found) && found.value._tag === "Request" && found.value.request.requestId).toBe(
+          second.requestId
+        )
         expect(Option.isSome(yield* store.getRequest(second.requestId))).toBe(true)
         const answered = yield* store.resolve(second.requestId, approval(second, "ana"), resolved(second, "ana"))
         expect(answered._tag).toBe("Resolved")

@@ -11,7 +11,8 @@ import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { AuditEvent, SessionApproval } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Cause, Effect, Exit, type Layer, Schema } from "effect"
+import { Cause, Effect, Exit, type Layer, Option, Schema } from "effect"
+import pg from "pg"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgStore, sqliteStore } from "../../../support/sqlStores.js"
@@ -247,3 +248,45 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
 
 suite("SQLite", () => sqliteStore())
 describePostgres("merged request writes", (url) => suite("PostgreSQL", () => pgStore(url)))
+
+/** The statements `pg` sends while `body` runs whose text contains `marker`. */
+const statementsSent = <A, E, R>(marker: string, body: Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const counted = { statements: 0 }
+      const query = pg.Client.prototype.query
+      pg.Client.prototype.query = function(this: pg.Client, config: unknown, ...rest: Array<unknown>) {
+        const text = typeof config === "string" ? config : (config as { text?: string } | undefined)?.text
+        if (text?.includes(marker)) counted.statements++
+        return (query as (...args: Array<unknown>) => unknown).call(this, config, ...rest)
+      } as typeof query
+      return { counted, query }
+    }),
+    ({ counted }) => Effect.map(body, (result) => ({ result, statements: counted.statements })),
+    ({ query }) => Effect.sync(() => pg.Client.prototype.query = query)
+  )
+
+describePostgres("merged reads", (url) =>
+  describe("reads of call records in flight (PostgreSQL)", () => {
+    for (const keepConnections of [true, false]) {
+      it.scoped(`merge into a few statements, each call finding its own record (keepConnections: ${keepConnections})`, () =>
+        Effect.gen(function*() {
+          const { store } = yield* open(pgStore(url, { keepConnections }))
+          const asks = Array.from({ length: 200 }, (_, n) => request(n, { callId: `c${n}` }))
+          for (const ask of asks) yield* store.createRequest(ask, requested(ask))
+          const { result, statements } = yield* statementsSent(
+            "FROM \"toolgate_requests\" WHERE",
+            Effect.forEach(asks, (ask) => store.findRecorded("s1", ask.toolCall.id), { concurrency: "unbounded" })
+          )
+          expect(
+            result.map((found) =>
+              Option.isSome(found) && found.value._tag === "Request" && found.value.request.requestId
+            )
+          )
+            .toEqual(asks.map((ask) => ask.requestId))
+          // one alone (the store was idle), the others merged behind it: not one statement per call
+          expect(statements).toBeGreaterThan(0)
+          expect(statements).toBeLessThanOrEqual(10)
+        }))
+    }
+  }))

@@ -279,10 +279,23 @@ export const make = (
     const decisionByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.decisionByCall({ sessionKey, toolCallId }), decisionsOf), first)
 
-    /** A read joining `group`: on SQLite through the batcher (merged with the reads queued beside it). */
+    // PostgreSQL: reads that merge (a group's) queue while one runs, as all of SQLite's do, and run
+    // on a connection of their own (the kept one while free): 1,000 calls in flight read their
+    // records in a few statements, not one each. A lone read runs at once.
+    const pgReads = isSqlite ? undefined : yield* Batcher.make({
+      reserve: onKept === undefined ? sql.reserve : onKept.borrow(sql.reserve),
+      begin: []
+    })
+
+    /**
+     * A read joining `group`, merged with the reads queued beside it. On PostgreSQL one that failed
+     * runs again alone, once: its connection may have been a kept one the server ended.
+     */
     const readJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I) =>
       PersistenceError.refail(operation)(
-        isSqlite ? batcher.join(group, input) : Batcher.alone(group, input)
+        pgReads === undefined
+          ? batcher.join(group, input)
+          : Effect.catchAll(pgReads.join(group, input), () => Batcher.alone(group, input))
       )
 
     const { claims, newRequests, recordedCalls, spends, unrequestedDecisions } = Merged.make({
