@@ -16,7 +16,7 @@ import pg from "pg"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgStore, sqliteStore } from "../../../support/sqlStores.js"
-import { granted, open, request, requested } from "./fixtures.js"
+import { decision, granted, open, request, requested } from "./fixtures.js"
 
 /** A session approval of every bash call in `sessionKey`, until `expiresAt` when given. */
 const bashGrant = (id: string, sessionKey: string, expiresAt?: number) =>
@@ -289,4 +289,25 @@ describePostgres("merged reads", (url) =>
           expect(statements).toBeLessThanOrEqual(10)
         }))
     }
+
+    it.scoped("the log's head asked in flight: a few reads, each after its caller asked", () =>
+      Effect.gen(function*() {
+        const { store } = yield* open(pgStore(url))
+        yield* store.append([decision(1), decision(2)])
+        const { result, statements } = yield* statementsSent(
+          "SELECT MAX(seq)",
+          Effect.forEach(Array.from({ length: 100 }), () => store.lastSeq, { concurrency: "unbounded" })
+        )
+        expect(result).toEqual(Array.from({ length: 100 }, () => 2))
+        expect(statements).toBeGreaterThan(0)
+        expect(statements).toBeLessThanOrEqual(5)
+        // asked after its commit, each reads past it (a read already running when it asks is not shared)
+        const seen = yield* Effect.forEach([1, 2, 3], (n) =>
+          Effect.flatMap(store.append([decision(10 + n)]), ([written]) =>
+            Effect.map(
+              Effect.forEach(Array.from({ length: 10 }), () => store.lastSeq, { concurrency: "unbounded" }),
+              (heads) => heads.every((head) => head >= written!.seq)
+            )), { concurrency: "unbounded" })
+        expect(seen).toEqual([true, true, true])
+      }))
   }))

@@ -298,6 +298,16 @@ export const make = (
           : Effect.catchAll(pgReads.join(group, input), () => Batcher.alone(group, input))
       )
 
+    /**
+     * The log's head for the calls in flight together: one read, run after each of them asked (a
+     * call that arrives while a read runs waits for the next), so the head is as fresh for each as
+     * a read of its own. (A server's pending lists read it before every list they serve.)
+     */
+    const heads: Batcher.Group<void, number, Failure> = {
+      write: false,
+      run: (inputs) => Effect.map(Effect.flatMap(q.lastSeq({}), seqsOf), (seqs) => inputs.map(() => seqs[0] ?? 0))
+    }
+
     const { claims, newRequests, recordedCalls, spends, unrequestedDecisions } = Merged.make({
       q,
       clock: options.clock,
@@ -487,7 +497,7 @@ export const make = (
           )
         ),
 
-      lastSeq: read("lastSeq", Effect.map(Effect.flatMap(q.lastSeq({}), seqsOf), (seqs) => seqs[0] ?? 0)),
+      lastSeq: readJoined("lastSeq", heads, undefined),
 
       chainLinks: (afterSeq, limit) => read("chainLinks", Effect.flatMap(q.chainLinks({ afterSeq, limit }), linksOf)),
 
