@@ -65,13 +65,12 @@ export const make = (
       : (text, params) => onKept(onConnection(text, params), sql.unsafe<any>(text, params as ReadonlyArray<any>))
     /** Runs text on the transaction's (or the batch's) connection when there is one, else outside. */
     const exec: Statements.Exec = (text, params) =>
-      Effect.flatMap(
-        Effect.serviceOption(SqlClient.TransactionConnection),
-        (transaction) =>
-          transaction._tag === "Some"
-            ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
-            : outside(text, params)
-      )
+      Effect.withFiberRuntime((fiber) => {
+        const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+        return transaction._tag === "Some"
+          ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
+          : outside(text, params)
+      })
     // PostgreSQL NOTIFY folded into the event insert (the feed's `onCommit` otherwise)
     const notifyChannel = isSqlite ? undefined : feed.channel
     const q = Statements.make(sql, t, exec, clockAt, notifyChannel)
