@@ -210,15 +210,15 @@ const retryHint = encoder.encode("retry: 1000\n\n")
 const keepAlive = encoder.encode(": keep-alive\n\n")
 
 // Live events reach every stream client as the same objects (the gate's hub): each is rendered
-// once, whichever clients it goes to.
-const rendered = new WeakMap<AuditEvent.AuditEvent, string>()
-const sseEvent = (event: AuditEvent.AuditEvent): string => {
-  let text = rendered.get(event)
-  if (text === undefined) {
-    text = `id: ${event.seq}\ndata: ${JSON.stringify(AuditEvent.toJson(event))}\n\n`
-    rendered.set(event, text)
+// and encoded once, whichever clients it goes to, and again in no replay from the recent events.
+const rendered = new WeakMap<AuditEvent.AuditEvent, Uint8Array>()
+const sseEvent = (event: AuditEvent.AuditEvent): Uint8Array => {
+  let bytes = rendered.get(event)
+  if (bytes === undefined) {
+    bytes = encoder.encode(`id: ${event.seq}\ndata: ${JSON.stringify(AuditEvent.toJson(event))}\n\n`)
+    rendered.set(event, bytes)
   }
-  return text
+  return bytes
 }
 
 interface Batch {
@@ -228,7 +228,7 @@ interface Batch {
 
 /**
  * The bytes of the last batch that began with an event: clients that receive the same run of live
- * events (most of them, most of the time) write the same bytes, encoded once. A run is the same
+ * events (most of them, most of the time) write the same bytes, joined once. A run is the same
  * when every event is the same object: clients whose filters differ may share its ends but not
  * its middle.
  */
@@ -246,9 +246,10 @@ const sameEvents = (batch: Batch, events: ReadonlyArray<AuditEvent.AuditEvent>):
 const sseBytes = (events: ReadonlyArray<AuditEvent.AuditEvent>): Uint8Array => {
   const known = batches.get(events[0]!)
   if (known !== undefined && sameEvents(known, events)) return known.bytes
-  let text = ""
-  for (const event of events) text += sseEvent(event)
-  const batch: Batch = { events, bytes: encoder.encode(text) }
+  const batch: Batch = {
+    events,
+    bytes: events.length === 1 ? sseEvent(events[0]!) : Buffer.concat(events.map(sseEvent))
+  }
   batches.set(events[0]!, batch)
   return batch.bytes
 }
