@@ -4,16 +4,30 @@
  * them; one resuming among them, or past the head, reads nothing. Every client gets every event
  * after its start exactly once, in order, and then the live ones (SQLite file, the real gate).
  */
-import { ApprovalStore, Policy, ToolGate } from "@tool-gate/core"
+import { ApprovalStore, type AuditEvent, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Context, Effect, Layer, Queue, Schedule } from "effect"
 import { join } from "node:path"
 import * as AuditFanout from "../../packages/server/src/internal/auditFanout.js"
 import { describe, it } from "../support/effectTest.js"
 import { tempDir } from "../support/sqlStores.js"
 
 const policy = Policy.unsafeMake({})
+
+/** `count` allowed decisions, an event each. */
+const decideMany = (gate: ToolGate.ToolGate["Type"], count: number) =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, i) => i),
+    (i) => gate.evaluate({ id: `call-${Math.random()}-${i}`, name: "ls", sessionKey: "s1" }),
+    { discard: true }
+  )
+
+/** The seqs in rendered batches. */
+const seqsIn = (bytes: Uint8Array) =>
+  new TextDecoder().decode(bytes).split(";").filter((batch) => batch !== "").flatMap((batch) =>
+    batch.split(",").map(Number)
+  )
 
 /** Each batch as its seqs: `1,2,3;` */
 const render: AuditFanout.Render = (events) => new TextEncoder().encode(`${events.map((e) => e.seq).join(",")};`)
@@ -54,7 +68,9 @@ describe("audit fan-out", () => {
               for (const batch of new TextDecoder().decode(bytes).split(";")) {
                 if (batch !== "") received.push(...batch.split(",").map(Number))
               }
+              return true
             },
+            drained: Effect.void,
             fail: () => received.push(-1)
           })
           return received
@@ -76,5 +92,101 @@ describe("audit fan-out", () => {
       for (const { afterSeq, received } of clients) {
         expect({ afterSeq, received }).toEqual({ afterSeq, received: expected(afterSeq) })
       }
+    }).pipe(Effect.scoped))
+
+  it.live("a replay goes at the client's pace: the next page of the log waits until it has taken the last", () =>
+    Effect.gen(function*() {
+      const context = yield* Layer.build(
+        ToolGateSqlite.layer({ filename: join(yield* tempDir, "fanout.db"), policy })
+      )
+      const gate = Context.get(context, ToolGate.ToolGate)
+      const store = Context.get(context, ApprovalStore.ApprovalStore)
+      yield* decideMany(gate, 1_200)
+      let pages = 0
+      const counted = {
+        ...store,
+        events: (query?: AuditEvent.AuditQuery) => Effect.suspend(() => (pages++, store.events(query)))
+      }
+      const fanout = yield* AuditFanout.make(gate, counted, render)
+      const received: Array<number> = []
+      const taken = yield* Queue.unbounded<void>()
+      yield* fanout.follow({
+        query: { afterSeq: 0 },
+        keep: () => true,
+        push: (bytes) => {
+          received.push(...seqsIn(bytes))
+          return false // it holds as much as it should: each page waits for it
+        },
+        drained: Queue.take(taken),
+        fail: () => received.push(-1)
+      })
+      const settled = (count: number) =>
+        Effect.retry(
+          Effect.filterOrFail(Effect.sync(() => received.length), (length) => length === count),
+          Schedule.spaced("10 millis").pipe(Schedule.upTo("5 seconds"))
+        )
+      yield* settled(500)
+      yield* Effect.sleep("100 millis")
+      expect({ received: received.length, pages }).toEqual({ received: 500, pages: 1 })
+      yield* Queue.offer(taken, undefined)
+      yield* settled(1_000)
+      yield* Effect.sleep("100 millis")
+      expect({ received: received.length, pages }).toEqual({ received: 1_000, pages: 2 })
+      yield* Queue.offer(taken, undefined)
+      yield* settled(1_200)
+      expect(received).toEqual(Array.from({ length: 1_200 }, (_, i) => i + 1))
+    }).pipe(Effect.scoped))
+
+  it.live("a client that stops taking its replay while more live events arrive than are held for it is failed", () =>
+    Effect.gen(function*() {
+      const context = yield* Layer.build(
+        ToolGateSqlite.layer({ filename: join(yield* tempDir, "fanout.db"), policy })
+      )
+      const gate = Context.get(context, ToolGate.ToolGate)
+      const store = Context.get(context, ApprovalStore.ApprovalStore)
+      yield* decideMany(gate, 600)
+      const fanout = yield* AuditFanout.make(gate, store, render, { maxHeld: 20 })
+      // started (reading live after the 600): the 30 to come arrive live
+      yield* Effect.retry(
+        Effect.filterOrFail(Effect.sync(() => fanout.position()?.through), (through) => through === 600),
+        Schedule.spaced("10 millis")
+      )
+      const outcomes = { received: 0, failed: 0 }
+      const follow = (drained: Effect.Effect<void>) =>
+        fanout.follow({
+          query: { afterSeq: 0 },
+          keep: () => true,
+          push: (bytes) => {
+            outcomes.received += seqsIn(bytes).length
+            return false
+          },
+          drained,
+          fail: () => outcomes.failed++
+        })
+      // one that never takes its first page; one that keeps up (it is never failed)
+      yield* follow(Effect.never)
+      const keepingUp = { received: 0, failed: 0 }
+      yield* fanout.follow({
+        query: { afterSeq: 0 },
+        keep: () => true,
+        push: (bytes) => {
+          keepingUp.received += seqsIn(bytes).length
+          return true
+        },
+        drained: Effect.void,
+        fail: () => keepingUp.failed++
+      })
+      yield* decideMany(gate, 30)
+      yield* Effect.retry(
+        Effect.filterOrFail(
+          Effect.sync(() => outcomes.failed + keepingUp.received),
+          () => outcomes.failed === 1 && keepingUp.received === 630
+        ),
+        Schedule.spaced("10 millis").pipe(Schedule.upTo("5 seconds"))
+      ).pipe(Effect.ignore)
+      expect({ outcomes, keepingUp }).toEqual({
+        outcomes: { received: 500, failed: 1 },
+        keepingUp: { received: 630, failed: 0 }
+      })
     }).pipe(Effect.scoped))
 })

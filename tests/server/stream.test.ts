@@ -5,7 +5,8 @@
  */
 import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
+import { connect } from "node:net"
 import { describe, it } from "../support/effectTest.js"
 import { authorization, startServer, type TestServer } from "./support/server.js"
 import { openStream } from "./support/sse.js"
@@ -172,4 +173,31 @@ describe("audit stream (SSE)", () => {
       yield* decisions(server, 4, 1)
       expect((yield* resumed.take(1)).map((e) => e.id)).toEqual(["4"])
     }))
+
+  it.live("a replay read slowly arrives whole and in order (each page waits for the client to take the last)", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      yield* decisions(server, 1, 3_000)
+      const { port } = new URL(server.url)
+      const socket = connect(Number(port), "127.0.0.1")
+      yield* Effect.addFinalizer(() => Effect.sync(() => socket.destroy()))
+      let text = ""
+      socket.setEncoding("utf8")
+      socket.on("data", (chunk: string) => {
+        text += chunk
+        // a slow reader: a pause after every chunk
+        socket.pause()
+        setTimeout(() => socket.resume(), 2)
+      })
+      socket.write(
+        `GET /audit/stream?afterSeq=0 HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n` +
+          `authorization: ${authorization("auditor").authorization}\r\n\r\n`
+      )
+      const ids = () => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+      yield* Effect.retry(
+        Effect.filterOrFail(Effect.sync(() => ids().length), (n) => n >= 3_000),
+        Schedule.spaced("20 millis").pipe(Schedule.upTo("20 seconds"))
+      )
+      expect(ids()).toEqual(Array.from({ length: 3_000 }, (_, i) => i + 1))
+    }).pipe(Effect.scoped))
 })

@@ -258,6 +258,17 @@ const sseBytes = (events: ReadonlyArray<AuditEvent.AuditEvent>): Uint8Array => {
 const keepAliveMs = 15_000
 
 /**
+ * Bytes a stream client may leave unread: past them it is cut off, and resumes with
+ * `Last-Event-ID` (a replay sends a page at a time, waiting for the client, so only live batches
+ * pile up in a client that stopped reading). Node's server says when a socket is full; Bun's
+ * `node:http` takes every write into buffers of its own, so there neither applies.
+ */
+const maxUnreadBytes = 4 * 1024 * 1024
+
+/** The largest write to a stream's body (a transform hands each write on whole). */
+const writePiece = 1024 * 1024
+
+/**
  * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
  * event, with a comment line every 15 seconds so idle proxies keep the connection open.
  *
@@ -279,9 +290,33 @@ const sseResponse = (
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const body = new PassThrough()
+    /** `false`: the client holds as much as it should (a replay waits for `drained`), or is gone. */
     const send = (bytes: Uint8Array) => {
-      if (body.writable) body.write(bytes)
+      if (!body.writable) return false
+      if (body.writableLength + body.readableLength > maxUnreadBytes) {
+        // it stopped reading: cut off (it resumes with Last-Event-ID) rather than held in memory
+        body.destroy()
+        return false
+      }
+      // in pieces, so that `drained` means the client has taken all but the last few of them
+      let fits = true
+      for (let at = 0; at < bytes.length; at += writePiece) fits = body.write(bytes.subarray(at, at + writePiece))
+      return fits
     }
+    const drained = Effect.async<void>((resume) => {
+      if (!body.writable || !body.writableNeedDrain) return resume(Effect.void)
+      const done = () => {
+        body.off("drain", done)
+        body.off("close", done)
+        resume(Effect.void)
+      }
+      body.once("drain", done)
+      body.once("close", done)
+      return Effect.sync(() => {
+        body.off("drain", done)
+        body.off("close", done)
+      })
+    })
     const scope = yield* Scope.make()
     const heartbeat = setInterval(() => send(keepAlive), keepAliveMs)
     body.once("close", () => {
@@ -290,7 +325,7 @@ const sseResponse = (
     })
     if (!(request.source instanceof Request)) yield* Effect.addFinalizer(() => Effect.sync(() => body.destroy()))
     send(retryHint)
-    yield* Scope.extend(fanout.follow({ query, keep, push: send, fail: () => body.end() }), scope)
+    yield* Scope.extend(fanout.follow({ query, keep, push: send, drained, fail: () => body.end() }), scope)
     return HttpServerResponse.raw(body, {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-store", "x-accel-buffering": "no" }

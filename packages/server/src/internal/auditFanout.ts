@@ -6,8 +6,11 @@
  *
  * A client replays the log from the store first (pages of 500), or from the last live events the
  * fan-out keeps once they reach back far enough, while the fan-out holds what it reads for the
- * client; then, in one synchronous step, it takes what was held after its last
- * replayed event and goes live. The fan-out reads the log from the head it found when it started
+ * client; then it takes what was held after its last replayed event, and goes live in the step
+ * that finds nothing more held. The replay goes at the client's pace (a page, then the next once
+ * it has taken that one), so a client that reads slowly, or not at all, never makes the server
+ * read the whole log into memory for it; one that falls too far behind the live log is failed,
+ * and resumes with Last-Event-ID. The fan-out reads the log from the head it found when it started
  * (`auditLog`: nothing after it is missed), and a client starts its replay only once that head is
  * known, so its replay reaches at least that far: between them, nothing is missed, nothing twice.
  * When the fan-out's read fails (or its live log ends), every client's stream ends with the error
@@ -27,7 +30,8 @@ interface Client {
   last: number
   /** live events held while it replays; `undefined` once live */
   held: Array<AuditEvent.AuditEvent> | undefined
-  readonly push: (bytes: Uint8Array) => void
+  readonly push: (bytes: Uint8Array) => boolean
+  readonly drained: Effect.Effect<void>
   readonly fail: (cause: Cause.Cause<ToolGateError.PersistenceError>) => void
 }
 
@@ -53,16 +57,34 @@ export interface Fanout {
   /**
    * Follows the log for one client: replays from `afterSeq`, then live; `push` gets the bytes of
    * each batch, `fail` the cause that ends the stream. Stops when the scope closes.
+   *
+   * The replay goes at the client's pace: after a push that says the client holds as much as it
+   * should (`false`), the next page waits for `drained`. Live batches never wait for one client;
+   * one still replaying while more live events than `maxHeld` arrive is failed (it resumes with
+   * `Last-Event-ID`), so a client that stops reading holds the server's memory to a bound.
    */
   readonly follow: (options: {
     readonly query: AuditEvent.AuditQuery
     readonly keep: (event: AuditEvent.AuditEvent) => boolean
-    readonly push: (bytes: Uint8Array) => void
+    readonly push: (bytes: Uint8Array) => boolean
+    readonly drained: Effect.Effect<void>
     readonly fail: (cause: Cause.Cause<ToolGateError.PersistenceError>) => void
   }) => Effect.Effect<void, never, Scope.Scope>
 }
 
 const pageSize = 500
+
+/** The index of the first event after `seq` in `events` (in seq order). */
+const firstAfter = (events: ReadonlyArray<AuditEvent.AuditEvent>, seq: number): number => {
+  let low = 0
+  let high = events.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (events[middle]!.seq <= seq) low = middle + 1
+    else high = middle
+  }
+  return low
+}
 
 /** The events of `events` a client is to receive now, moving its `last` past all of them. */
 const take = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Array<AuditEvent.AuditEvent> => {
@@ -82,10 +104,13 @@ export const make = (
   options?: {
     /** live events kept for the replays of clients that resume after one of them (default 5,000) */
     readonly recent?: number | undefined
+    /** live events held for a client while it replays, at most (default four times `recent`) */
+    readonly maxHeld?: number | undefined
   }
 ): Effect.Effect<Fanout, never, Scope.Scope> =>
   Effect.gen(function*() {
     const maxRecent = options?.recent ?? 5_000
+    const maxHeld = options?.maxHeld ?? 4 * maxRecent
     const clients = new Set<Client>()
     /** the head the running fan-out reads from, once known; replaced when it starts again */
     let started = yield* Deferred.make<number>()
@@ -93,6 +118,13 @@ export const make = (
     const deliver = (events: ReadonlyArray<AuditEvent.AuditEvent>) => {
       for (const client of clients) {
         if (client.held !== undefined) {
+          if (client.held.length + events.length > maxHeld) {
+            // replaying too slowly to catch up: it resumes from its last event on a new stream
+            clients.delete(client)
+            client.held = []
+            client.fail(Cause.empty)
+            continue
+          }
           client.held.push(...events)
           continue
         }
@@ -164,37 +196,58 @@ export const make = (
     )
 
     /**
-     * The rest of a client's replay from the recent events, when nothing it still needs is older
-     * than they are (then every event after its last one that arrived is among them, and the
-     * others are to come live): says whether they sufficed.
+     * Sends `events` to a replaying client a page at a time, each after the client has taken the
+     * last (when it said it held as much as it should).
      */
-    const replayRecent = (client: Client): boolean => {
-      if (position === undefined) return false
-      if (client.last < position.through && (recent.length === 0 || recent[0]!.seq > client.last + 1)) return false
-      const taken = take(client, recent)
-      if (taken.length > 0) client.push(render(taken))
-      return true
-    }
+    const send = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const taken = take(client, events.length > pageSize ? events.slice(0, pageSize) : events)
+        const wait = taken.length > 0 && !client.push(render(taken)) ? client.drained : Effect.void
+        return events.length > pageSize ? Effect.zipRight(wait, send(client, events.slice(pageSize))) : wait
+      })
 
-    const follow: Fanout["follow"] = ({ fail, keep, push, query }) =>
+    /**
+     * The rest of a client's replay from the recent events, a page at a time, when nothing it still
+     * needs is older than they are (then every event after its last one that arrived is among
+     * them, and the others are to come live): says whether they sufficed. (While it waits for the
+     * client, the oldest may be dropped: then it says no, and the store is read.)
+     */
+    const replayRecent = (client: Client): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        // failed meanwhile (too slow, or the fan-out starts again): nothing more to send it
+        if (!clients.has(client)) return Effect.succeed(true)
+        if (position === undefined) return Effect.succeed(false)
+        if (client.last < position.through && (recent.length === 0 || recent[0]!.seq > client.last + 1)) {
+          return Effect.succeed(false)
+        }
+        const from = firstAfter(recent, client.last)
+        if (from >= recent.length) return Effect.succeed(true)
+        return Effect.zipRight(send(client, recent.slice(from, from + pageSize)), replayRecent(client))
+      })
+
+    const follow: Fanout["follow"] = ({ drained, fail, keep, push, query }) =>
       Effect.gen(function*() {
-        const client: Client = { keep, last: query.afterSeq ?? 0, held: [], push, fail }
+        const client: Client = { keep, last: query.afterSeq ?? 0, held: [], push, drained, fail }
         yield* Effect.acquireRelease(
           Effect.sync(() => clients.add(client)),
           () => Effect.sync(() => clients.delete(client))
         )
         yield* Deferred.await(started)
-        while (!replayRecent(client)) {
+        while (!(yield* replayRecent(client)) && clients.has(client)) {
           const page = yield* store.events({ ...query, afterSeq: client.last, limit: pageSize })
-          const taken = take(client, page)
-          if (taken.length > 0) push(render(taken))
+          yield* send(client, page)
           if (page.length < pageSize) break
         }
-        // Live from here: what was held after the replay, then each batch as it comes.
-        const held = client.held ?? []
-        client.held = undefined
-        const taken = take(client, held)
-        if (taken.length > 0) push(render(taken))
+        // What was held meanwhile, as the replay goes; live from the step that finds none left.
+        while (clients.has(client)) {
+          const held = client.held!
+          if (held.length === 0) {
+            client.held = undefined
+            return
+          }
+          client.held = []
+          yield* send(client, held)
+        }
       }).pipe(
         Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : Effect.sync(() => fail(cause))),
         Effect.forkScoped,
