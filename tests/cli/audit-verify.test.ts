@@ -6,9 +6,8 @@
  */
 import { Database } from "bun:sqlite"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { type Fixture, fixture, type Running, start, toolgate, toolgateHere } from "./support/cli.js"
+import { type Fixture, fixture, type Running, serve, toolgate, toolgateHere } from "./support/cli.js"
 
 /** A fixture with events in its log: a request paused (and so its event) per call. */
 const withEvents = async (calls = 4) => {
@@ -110,16 +109,10 @@ describe("toolgate audit verify through a server", () => {
   let url: string
   beforeAll(async () => {
     f = await withEvents()
-    const tokenFile = join(f.dir, "tokens.json")
-    writeFileSync(
-      tokenFile,
-      JSON.stringify([
-        { token: tokens.auditor, name: "audit-bot", role: "auditor" },
-        { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
-      ])
-    )
-    server = start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", "0", "--tokens", tokenFile])
-    url = (await server.line(/^toolgate: serving /, 60_000)).match(/http:\/\/127\.0\.0\.1:\d+/)![0]
+    ;({ server, url } = await serve(f, [
+      { token: tokens.auditor, name: "audit-bot", role: "auditor" },
+      { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
+    ]))
   }, 60_000)
   afterAll(async () => {
     expect(await server.stop()).toBe(0)

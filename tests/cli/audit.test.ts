@@ -5,9 +5,7 @@
  * RFC 3339 or epoch milliseconds), and `--follow` with filters over the server's event stream.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
-import { type Fixture, fixture, run, type Running, start, toolgate } from "./support/cli.js"
+import { type Fixture, fixture, run, type Running, serve, start, toolgate } from "./support/cli.js"
 
 const auditorToken = "auditor-token-0123456789"
 
@@ -17,10 +15,7 @@ let url: string
 
 beforeAll(async () => {
   f = await fixture()
-  const tokenFile = join(f.dir, "tokens.json")
-  writeFileSync(tokenFile, JSON.stringify([{ token: auditorToken, name: "audit-bot", role: "auditor" }]))
-  server = start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", "0", "--tokens", tokenFile])
-  url = (await server.line(/^toolgate: serving /, 60_000)).match(/http:\/\/127\.0\.0\.1:\d+/)![0]
+  ;({ server, url } = await serve(f, [{ token: auditorToken, name: "audit-bot", role: "auditor" }]))
   // one session's trail: a request (pending) denied by a human, an allowed call, a call the policy denies
   const id = await f.pause({ id: "c1", name: "bash", sessionKey: "jq", args: { command: "deploy", env: "staging" } })
   await run(f.gate.respond(id, { decision: "deny", reason: "not today", respondedBy: "ana" }))

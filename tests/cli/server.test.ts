@@ -7,7 +7,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { type AddressInfo, createServer } from "node:net"
 import { join } from "node:path"
-import { type Fixture, fixture, run, type Running, start, toolgate, toolgateHere, toolgateJson } from "./support/cli.js"
+import {
+  type Fixture,
+  fixture,
+  run,
+  type Running,
+  serve,
+  start,
+  toolgate,
+  toolgateHere,
+  toolgateJson
+} from "./support/cli.js"
 
 const tokens = {
   approver: "approver-token-0123456789",
@@ -21,17 +31,11 @@ let url: string
 
 beforeAll(async () => {
   f = await fixture()
-  const tokenFile = join(f.dir, "tokens.json")
-  writeFileSync(
-    tokenFile,
-    JSON.stringify([
-      { token: tokens.approver, name: "ana", role: "approver" },
-      { token: tokens.auditor, name: "audit-bot", role: "auditor" },
-      { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
-    ])
-  )
-  server = start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", "0", "--tokens", tokenFile])
-  url = (await server.line(/^toolgate: serving /, 60_000)).match(/http:\/\/127\.0\.0\.1:\d+/)![0]
+  ;({ server, url } = await serve(f, [
+    { token: tokens.approver, name: "ana", role: "approver" },
+    { token: tokens.auditor, name: "audit-bot", role: "auditor" },
+    { token: tokens.teamA, name: "alice", role: "approver", sessions: ["team-a-*"] }
+  ]))
 }, 60_000)
 
 afterAll(async () => {
@@ -267,8 +271,8 @@ describe("toolgate against a server", () => {
     async () => {
       const port = String(await freePort())
       const env = { TOOLGATE_TOKENS: JSON.stringify([{ token: tokens.approver, name: "ana", role: "approver" }]) }
-      const serve = () => start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", port], env)
-      let restartable = serve()
+      const serveOnPort = () => start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", port], env)
+      let restartable = serveOnPort()
       await restartable.line(/^toolgate: serving /)
       const id = await f.pause(bash("srv-restart", "c1"))
       const follower = start([
@@ -288,7 +292,7 @@ describe("toolgate against a server", () => {
         await run(
           f.gate.respond(id, { decision: "deny", reason: "while the server was down", respondedBy: "agent-side" })
         )
-        restartable = serve()
+        restartable = serveOnPort()
         const resolved = JSON.parse(await follower.line(/"approval\.resolved"/))
         expect(resolved).toMatchObject({ requestId: id, reason: "while the server was down" })
         expect(follower.lines.filter((line) => line.includes("approval.requested"))).toHaveLength(1)

@@ -5,10 +5,8 @@
  * process on the same SQLite file, and reach the server's stream live.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { writeFileSync } from "node:fs"
 import { connect, type Socket } from "node:net"
-import { join } from "node:path"
-import { type Fixture, fixture, run, type Running, start } from "./support/cli.js"
+import { type Fixture, fixture, run, type Running, serve } from "./support/cli.js"
 
 const auditorToken = "auditor-token-0123456789"
 
@@ -18,10 +16,9 @@ let port: number
 
 beforeAll(async () => {
   f = await fixture()
-  const tokenFile = join(f.dir, "tokens.json")
-  writeFileSync(tokenFile, JSON.stringify([{ token: auditorToken, name: "audit-bot", role: "auditor" }]))
-  server = start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", "0", "--tokens", tokenFile])
-  port = Number((await server.line(/^toolgate: serving /, 60_000)).match(/http:\/\/127\.0\.0\.1:(\d+)/)![1])
+  let url: string
+  ;({ server, url } = await serve(f, [{ token: auditorToken, name: "audit-bot", role: "auditor" }]))
+  port = Number(new URL(url).port)
 }, 60_000)
 
 afterAll(async () => {

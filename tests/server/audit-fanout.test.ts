@@ -15,6 +15,12 @@ import { tempDir } from "../support/sqlStores.js"
 
 const policy = Policy.unsafeMake({})
 
+/** A gate over a fresh SQLite file, and its store. */
+const openGate = Effect.gen(function*() {
+  const context = yield* Layer.build(ToolGateSqlite.layer({ filename: join(yield* tempDir, "fanout.db"), policy }))
+  return { gate: Context.get(context, ToolGate.ToolGate), store: Context.get(context, ApprovalStore.ApprovalStore) }
+})
+
 /** `count` allowed decisions, an event each. */
 const decideMany = (gate: ToolGate.ToolGate["Type"], count: number) =>
   Effect.forEach(
@@ -35,11 +41,7 @@ const render: AuditFanout.Render = (events) => new TextEncoder().encode(`${event
 describe("audit fan-out", () => {
   it.live("replays from the store, then from the recent events; each event once, in order", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(
-        ToolGateSqlite.layer({ filename: join(yield* tempDir, "fanout.db"), policy })
-      )
-      const gate = Context.get(context, ToolGate.ToolGate)
-      const store = Context.get(context, ApprovalStore.ApprovalStore)
+      const { gate, store } = yield* openGate
       const decide = (count: number) =>
         Effect.forEach(
           Array.from({ length: count }, (_, i) => i),
@@ -96,11 +98,7 @@ describe("audit fan-out", () => {
 
   it.live("a replay goes at the client's pace: the next page of the log waits until it has taken the last", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(
-        ToolGateSqlite.layer({ filename: join(yield* tempDir, "fanout.db"), policy })
-      )
-      const gate = Context.get(context, ToolGate.ToolGate)
-      const store = Context.get(context, ApprovalStore.ApprovalStore)
+      const { gate, store } = yield* openGate
       yield* decideMany(gate, 1_200)
       let pages = 0
       const counted = {
@@ -139,11 +137,7 @@ describe("audit fan-out", () => {
 
   it.live("a client that stops taking its replay while more live events arrive than are held for it is failed", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(
-        ToolGateSqlite.layer({ filename: join(yield* tempDir, "fanout.db"), policy })
-      )
-      const gate = Context.get(context, ToolGate.ToolGate)
-      const store = Context.get(context, ApprovalStore.ApprovalStore)
+      const { gate, store } = yield* openGate
       yield* decideMany(gate, 600)
       const fanout = yield* AuditFanout.make(gate, store, render, { maxHeld: 20 })
       // started (reading live after the 600): the 30 to come arrive live

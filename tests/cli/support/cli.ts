@@ -178,5 +178,22 @@ export const fixture = async (yaml = policyYaml): Promise<Fixture> => {
   }
 }
 
+/**
+ * `toolgate serve` on the fixture's database and policy, on a free loopback port, with `tokens`
+ * (written to a file in the fixture's folder); resolves once it serves, with its URL.
+ */
+export const serve = async (
+  f: Fixture,
+  tokens: ReadonlyArray<
+    { readonly token: string; readonly name: string; readonly role: string; readonly sessions?: ReadonlyArray<string> }
+  >
+): Promise<{ readonly server: Running; readonly url: string }> => {
+  const tokenFile = join(f.dir, "tokens.json")
+  writeFileSync(tokenFile, JSON.stringify(tokens))
+  const server = start(["serve", "--db", f.db, "--policy", f.policyFile, "--port", "0", "--tokens", tokenFile])
+  const url = (await server.line(/^toolgate: serving /, 60_000)).match(/http:\/\/127\.0\.0\.1:\d+/)![0]
+  return { server, url }
+}
+
 /** Runs an effect of the fixture's gate. */
 export const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
