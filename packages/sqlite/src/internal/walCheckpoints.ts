@@ -9,7 +9,8 @@
  *
  * The worker learns the log's size from the WAL-index header in the `-shm` file (its documented
  * layout, https://www.sqlite.org/walformat.html: `mxFrame` at byte 16, `nBackfill` at 96, native
- * byte order), read every few milliseconds: the main thread does nothing for it.
+ * byte order), read every few milliseconds through a descriptor the main thread opened (see
+ * `opened`): the main thread does nothing else for it.
  *
  * The main connection keeps its own automatic checkpoint as a backstop, at four times the
  * worker's threshold: a worker that cannot start, dies or falls behind leaves the log bounded as before.
@@ -28,7 +29,7 @@
 import { ApprovalStore } from "@tool-gate/core"
 import { Deferred, Effect, Exit, Layer } from "effect"
 import type * as Scope from "effect/Scope"
-import { closeSync, fstatSync, type Stats, statSync } from "node:fs"
+import { closeSync, fstatSync, openSync, type Stats, statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
 
@@ -64,7 +65,7 @@ const isBun = typeof (globalThis as { readonly Bun?: unknown }).Bun !== "undefin
 // CommonJS, run by `new Worker(code, { eval: true })` on Node and on Bun.
 const code = `"use strict"
 const { parentPort, workerData } = require("node:worker_threads")
-const { openSync, readSync } = require("node:fs")
+const { readSync } = require("node:fs")
 const { endianness } = require("node:os")
 const { filename, threshold, intervalMs, synchronous, busyTimeoutMs, driver, shmDescriptor } = workerData
 const Database = driver === undefined ? require("bun:sqlite").Database : require(driver)
@@ -74,14 +75,14 @@ db.exec("PRAGMA synchronous = " + synchronous)
 const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)")
 const header = Buffer.alloc(100)
 const u32 = endianness() === "LE" ? (at) => header.readUInt32LE(at) : (at) => header.readUInt32BE(at)
-let shm = shmDescriptor
+// the main thread's descriptor of -shm (none: no index when it started, so no checkpoints here)
 const behind = () => {
+  if (shmDescriptor === undefined) return 0
   try {
-    if (shm === undefined) shm = openSync(filename + "-shm", "r")
+    if (readSync(shmDescriptor, header, 0, 100, 0) < 100) return 0
   } catch {
-    return 0 // no WAL index yet: nothing to copy back
+    return 0
   }
-  if (readSync(shm, header, 0, 100, 0) < 100) return 0
   return u32(16) - u32(96)
 }
 const timer = setInterval(() => {
@@ -90,28 +91,28 @@ const timer = setInterval(() => {
 parentPort.on("message", () => {
   clearInterval(timer)
   db.close()
-  // not closed here: handed to the main thread, which closes it once the file is gone
-  parentPort.postMessage({ shm })
   parentPort.close()
 })
 parentPort.postMessage("ready")
 `
 
 /**
- * Descriptors of `-shm` files that ended workers read, still open. Closing a descriptor drops
- * every POSIX lock the process holds on its file, SQLite's own included (any connection of this
- * process to the database, on any thread): another process would then find the index unlocked and
- * rebuild it under those connections (a SIGBUS, or a torn index). So one is closed only once its
- * file is deleted, which SQLite does when the last connection to the database closes: no lock of
- * ours is left on it. Until then it stays open, and the next worker on that file reads through it.
+ * The descriptors of `-shm` files the workers read, opened and owned by the main thread: a
+ * descriptor a worker opened is closed when its thread ends (Node does that), and closing any
+ * descriptor of a file drops every POSIX lock the process holds on it, SQLite's own included (any
+ * connection of this process to the database, on any thread): another process would then find the
+ * index unlocked and rebuild it under those connections (a SIGBUS, or a torn index). So one is
+ * closed only once its file is deleted, which SQLite does when the last connection to the database
+ * closes (no lock of ours is left on it then), and every worker on that file reads through it.
  */
-const parked = new Set<number>()
+const opened = new Set<number>()
 
 /**
- * Closes the parked descriptors whose file is deleted; takes out and returns the one of `file`
- * (the same file, not another at its path), if one is parked.
+ * The descriptor of `file` for a worker: the one already open for this file (the same file, not
+ * another at its path), else a new one; `undefined` when there is no such file yet. Closes the
+ * open descriptors whose file is deleted.
  */
-const sweepParked = (file: string): number | undefined => {
+const shmDescriptor = (file: string): number | undefined => {
   let current: Stats | undefined
   try {
     current = statSync(file)
@@ -119,22 +120,28 @@ const sweepParked = (file: string): number | undefined => {
     current = undefined // no index yet
   }
   let found: number | undefined
-  for (const fd of parked) {
+  for (const fd of opened) {
     try {
       const stats = fstatSync(fd)
       if (found === undefined && current !== undefined && stats.ino === current.ino && stats.dev === current.dev) {
         found = fd
-      } else if (stats.nlink > 0) {
         continue
-      } else {
-        closeSync(fd)
       }
+      if (stats.nlink > 0) continue
+      closeSync(fd)
     } catch {
       // closed already: nothing to do
     }
-    parked.delete(fd)
+    opened.delete(fd)
   }
-  return found
+  if (found !== undefined || current === undefined) return found
+  try {
+    const fd = openSync(file, "r")
+    opened.add(fd)
+    return fd
+  } catch {
+    return undefined
+  }
 }
 
 const resolveDriver = (): string => {
@@ -158,7 +165,7 @@ const describe = (cause: unknown): string => cause instanceof Error ? cause.mess
  */
 export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scope> =>
   Effect.gen(function*() {
-    const shmDescriptor = yield* Effect.sync(() => sweepParked(`${options.filename}-shm`))
+    const shm = yield* Effect.sync(() => shmDescriptor(`${options.filename}-shm`))
     const ready = yield* Deferred.make<void, Error>()
     const exited = yield* Deferred.make<string | undefined>()
     const worker = yield* Effect.acquireRelease(
@@ -174,14 +181,11 @@ export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scop
               synchronous: options.synchronous === "full" ? "FULL" : "NORMAL",
               busyTimeoutMs: Math.max(0, Math.trunc(options.busyTimeoutMs)),
               driver,
-              shmDescriptor
+              shmDescriptor: shm
             }
           })
         },
-        catch: (cause) => {
-          if (shmDescriptor !== undefined) parked.add(shmDescriptor)
-          return new Error(`cannot start the checkpoint worker: ${describe(cause)}`)
-        }
+        catch: (cause) => new Error(`cannot start the checkpoint worker: ${describe(cause)}`)
       }),
       (worker) =>
         Effect.flatMap(Effect.all([Deferred.isDone(ready), Deferred.isDone(exited)]), ([started, ended]) => {
@@ -207,10 +211,7 @@ export const start = (options: Options): Effect.Effect<Handle, Error, Scope.Scop
         })
     )
     let failure: string | undefined
-    worker.on("message", (message: "ready" | { readonly shm?: number }) => {
-      if (message === "ready") return Deferred.unsafeDone(ready, Exit.void)
-      if (message.shm !== undefined) parked.add(message.shm)
-    })
+    worker.on("message", () => Deferred.unsafeDone(ready, Exit.void))
     worker.on("error", (cause) => {
       failure = describe(cause)
       Deferred.unsafeDone(ready, Exit.fail(new Error(failure)))
