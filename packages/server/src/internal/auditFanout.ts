@@ -196,33 +196,31 @@ export const make = (
     )
 
     /**
-     * Sends `events` to a replaying client a page at a time, each after the client has taken the
-     * last (when it said it held as much as it should).
+     * Sends `events` from `from` on to a replaying client a page at a time, each after the client
+     * has taken the last (when it said it held as much as it should); nothing once it is failed.
      */
-    const send = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>): Effect.Effect<void> =>
+    const send = (client: Client, events: ReadonlyArray<AuditEvent.AuditEvent>, from = 0): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const taken = take(client, events.length > pageSize ? events.slice(0, pageSize) : events)
+        if (!clients.has(client)) return Effect.void
+        const to = Math.min(events.length, from + pageSize)
+        const taken = take(client, events.slice(from, to))
         const wait = taken.length > 0 && !client.push(render(taken)) ? client.drained : Effect.void
-        return events.length > pageSize ? Effect.zipRight(wait, send(client, events.slice(pageSize))) : wait
+        return to < events.length ? Effect.zipRight(wait, send(client, events, to)) : wait
       })
 
     /**
-     * The rest of a client's replay from the recent events, a page at a time, when nothing it still
-     * needs is older than they are (then every event after its last one that arrived is among
-     * them, and the others are to come live): says whether they sufficed. (While it waits for the
-     * client, the oldest may be dropped: then it says no, and the store is read.)
+     * The rest of a client's replay from the recent events, when nothing it still needs is older
+     * than they are (then every event after its last one that arrived is among them, and the
+     * others are to come live or are held for it): says whether they sufficed.
      */
     const replayRecent = (client: Client): Effect.Effect<boolean> =>
       Effect.suspend(() => {
-        // failed meanwhile (too slow, or the fan-out starts again): nothing more to send it
-        if (!clients.has(client)) return Effect.succeed(true)
         if (position === undefined) return Effect.succeed(false)
         if (client.last < position.through && (recent.length === 0 || recent[0]!.seq > client.last + 1)) {
           return Effect.succeed(false)
         }
-        const from = firstAfter(recent, client.last)
-        if (from >= recent.length) return Effect.succeed(true)
-        return Effect.zipRight(send(client, recent.slice(from, from + pageSize)), replayRecent(client))
+        // the events it needs, as they are now (kept here while it takes them, whatever `recent` drops)
+        return Effect.as(send(client, recent.slice(firstAfter(recent, client.last))), true)
       })
 
     const follow: Fanout["follow"] = ({ drained, fail, keep, push, query }) =>
