@@ -4,8 +4,9 @@
  * committed), an approval is committed, and the call resumes and runs (the approval spent,
  * durably). 10,000 sequential round trips, then 1,000 in flight at once answered by a responder
  * fiber tailing the audit log, then 1,000 in flight each answering its own request (the answers
- * in flight too, as the peers' scripts run theirs). Figures: round trips per second; p50/p99 of
- * pause, of the answer and of resume (of the sequential round trips).
+ * in flight too, as the peers' scripts run theirs), all after W2_WARMUP=2,000 unmeasured sequential
+ * round trips (the JIT's warm-up, as W6 has). Figures: round trips per second; p50/p99 of pause,
+ * of the answer and of resume (of the sequential round trips).
  */
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
@@ -18,6 +19,9 @@ import { checkpointsFromEnv } from "./sqliteCheckpoints.js"
 import { mainThreadCpuMs, mainThreadCpuMsPer } from "./threadCpu.js"
 
 const SEQUENTIAL = Number(process.env.W2_SEQUENTIAL ?? 10_000)
+// A fresh process runs its first thousands of round trips at a fraction of the settled rate, while
+// the JIT compiles the code they run: those are left out of every figure.
+const WARMUP = Number(process.env.W2_WARMUP ?? 2_000)
 const CONCURRENT = Number(process.env.W2_CONCURRENT ?? 1_000)
 // answers in flight at once from the responder tailing the log (as a server takes them)
 const RESPONDERS = Number(process.env.W2_RESPONDERS ?? 1)
@@ -46,22 +50,26 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     const pauses: Array<number> = []
     const resumes: Array<number> = []
     const answers: Array<number> = []
+    /** One round trip, its three steps timed into `timed` when given. */
+    const roundTrip = (id: string, timed: boolean) =>
+      Effect.gen(function*() {
+        const t0 = performance.now()
+        const paused = yield* gate.authorize(bash(id))
+        if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
+        const t1 = performance.now()
+        yield* gate.respond(paused.requestId, { decision: "approve_once", respondedBy: "bench" })
+        const t2 = performance.now()
+        yield* gate.gate(bash(id), () => Effect.void)
+        if (!timed) return
+        pauses.push(t1 - t0)
+        answers.push(t2 - t1)
+        resumes.push(performance.now() - t2)
+      })
+    for (let i = 0; i < WARMUP; i++) yield* roundTrip(`warm-${i}`, false)
     let start = performance.now()
     let cpu = process.cpuUsage()
     let mainCpu = mainThreadCpuMs()
-    for (let i = 0; i < SEQUENTIAL; i++) {
-      const t0 = performance.now()
-      const paused = yield* gate.authorize(bash(`seq-${i}`))
-      if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
-      const t1 = performance.now()
-      yield* gate.respond(paused.requestId, { decision: "approve_once", respondedBy: "bench" })
-      const t2 = performance.now()
-      yield* gate.gate(bash(`seq-${i}`), () => Effect.void)
-      const t3 = performance.now()
-      pauses.push(t1 - t0)
-      answers.push(t2 - t1)
-      resumes.push(t3 - t2)
-    }
+    for (let i = 0; i < SEQUENTIAL; i++) yield* roundTrip(`seq-${i}`, true)
     const sequential = SEQUENTIAL / ((performance.now() - start) / 1000)
     const sequentialCpu = cpuMsPer(cpu, SEQUENTIAL)
     const sequentialMainCpu = mainThreadCpuMsPer(mainCpu, SEQUENTIAL)
@@ -102,14 +110,8 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     cpu = process.cpuUsage()
     mainCpu = mainThreadCpuMs()
     yield* Effect.forEach(
-      Array.from({ length: CONCURRENT }, (_, i) => bash(`self-${i}`)),
-      (call) =>
-        Effect.gen(function*() {
-          const paused = yield* gate.authorize(call)
-          if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
-          yield* gate.respond(paused.requestId, { decision: "approve_once", respondedBy: "bench" })
-          yield* gate.gate(call, () => Effect.void)
-        }),
+      Array.from({ length: CONCURRENT }, (_, i) => `self-${i}`),
+      (id) => roundTrip(id, false),
       { concurrency: "unbounded", discard: true }
     )
     const selfApproved = CONCURRENT / ((performance.now() - start) / 1000)
