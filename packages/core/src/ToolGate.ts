@@ -227,7 +227,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
       logUnreadable: tailer.unreadable,
       observed
     })
-    const answers = Answers.make({ store, policy, limits, projection, ...requests })
+    const answers = Answers.make({ store, policy, limits, projection, ...requests, answered: authorization.answered })
 
     yield* tailer.start
     if (options.reload !== undefined) yield* policySwitch.follow(options.reload)

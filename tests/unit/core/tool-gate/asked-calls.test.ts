@@ -1,8 +1,10 @@
 /**
  * A call that needs a human is written at once (the request's insert finds any record the call
  * has), unless this gate paused it lately: asked again, such a call is most often answered, so its
- * record is read first. Either way the call comes to what the store holds, whichever gate paused it.
+ * record is read first, or, when this gate committed the answer, taken from that answer. Either way
+ * the call comes to what the store holds, whichever gate paused or answered it.
  */
+import { SqlClient } from "@effect/sql"
 import { ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Either, type Layer } from "effect"
@@ -61,15 +63,69 @@ for (const [name, storeLayer] of stores) {
         expect(runs).toBe(1)
         // it never paused the call: its request's insert met the approved one, which it ran
         expect(other.reads.findRecorded).toBe(0)
-        // the approval is spent, for both gates
+        // the approval is spent, for both gates (the asker, which answered, takes its own answer
+        // as the record; the store's spend still refuses it)
         for (const gate of [asker.gate, other.gate]) {
           const again = yield* Effect.either(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
           expect(Either.isLeft(again) && again.left._tag).toBe("CallAlreadyExecuted")
         }
         expect(runs).toBe(1)
       }).pipe(Effect.provide(storeLayer())))
+
+    it.scoped("a call this gate paused and answered runs once on that answer, its record not read", () =>
+      Effect.gen(function*() {
+        const { gate, reads } = yield* countedGate
+        const paused = yield* gate.authorize(bash("c1"))
+        if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.dieMessage("expected a pause")
+        yield* gate.respond(paused.requestId, {
+          decision: "approve_once",
+          respondedBy: "ana",
+          editedArgs: { command: "make c1 --dry-run" }
+        })
+        const ran: Array<unknown> = []
+        yield* gate.gate(bash("c1"), (allowed) => Effect.sync(() => ran.push(allowed.call.args)))
+        expect(ran).toEqual([{ command: "make c1 --dry-run" }])
+        expect(reads.findRecorded).toBe(0)
+        // spent in the store: asked again, the call is read and refused
+        const again = yield* Effect.either(gate.gate(bash("c1"), () => Effect.sync(() => ran.push("again"))))
+        expect(Either.isLeft(again) && again.left._tag).toBe("CallAlreadyExecuted")
+        expect(reads.findRecorded).toBe(1)
+        expect(ran).toHaveLength(1)
+      }).pipe(Effect.provide(storeLayer())))
   })
 }
+
+describe("calls asked again (an answer inside a caller's transaction)", () => {
+  it.scoped("an answer rolled back with its caller's transaction is not taken as given: the answer committed later is", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const { gate, reads } = yield* countedGate
+      const paused = yield* gate.authorize(bash("c1"))
+      if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.dieMessage("expected a pause")
+      const rolledBack = yield* Effect.either(sql.withTransaction(Effect.zipRight(
+        gate.respond(paused.requestId, {
+          decision: "approve_once",
+          respondedBy: "ana",
+          editedArgs: { command: "rm -rf /" }
+        }),
+        Effect.fail("the caller's transaction fails after the answer")
+      )))
+      expect(Either.isLeft(rolledBack)).toBe(true)
+      // still pending: the answer never committed
+      const still = yield* gate.authorize(bash("c1"))
+      expect(PauseSignal.isPauseSignal(still)).toBe(true)
+      yield* gate.respond(paused.requestId, {
+        decision: "approve_once",
+        respondedBy: "bo",
+        editedArgs: { command: "make c1 --dry-run" }
+      })
+      const ran: Array<unknown> = []
+      yield* gate.gate(bash("c1"), (allowed) => Effect.sync(() => ran.push(allowed.call.args)))
+      expect(ran).toEqual([{ command: "make c1 --dry-run" }])
+      // the committed answer was this gate's own too, so the run took it without a read
+      expect(reads.findRecorded).toBe(1)
+    }).pipe(Effect.provide(sqliteStore())))
+})
 
 describe("calls asked again (bounded)", () => {
   it.scoped("the gate remembers the last 10,000 calls it paused: an older one is written first again", () =>

@@ -52,19 +52,22 @@ for (const [name, storeLayer] of stores) {
     const gateOver = Effect.gen(function*() {
       const { calls, store } = counted(yield* ApprovalStore.ApprovalStore)
       const gate = yield* ToolGate.make({ policy }).pipe(Effect.provideService(ApprovalStore.ApprovalStore, store))
-      return { calls, gate, store }
+      // the answers come from another gate on the store, as from a server: an answer the waiting
+      // gate committed itself is taken as given, with no read (asked-calls.test.ts)
+      const responder = yield* ToolGate.make({ policy })
+      return { calls, gate, responder, store }
     })
 
     it.scoped("between the answer and the run: one read of the call's record and the spend, no read of the request", () =>
       Effect.gen(function*() {
-        const { calls, gate } = yield* gateOver
+        const { calls, gate, responder } = yield* gateOver
         let runs = 0
         const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
         const [pending] = yield* waitForPending(gate, 1)
         // the pause (the request created: its insert finds any record the call has), then the
         // wait: the record read once the wake-up is registered (an answer in between still wakes it)
         yield* until(() => calls.findRecorded === 1)
-        yield* gate.respond(pending!.requestId, { decision: "approve_once", respondedBy: "ana" })
+        yield* responder.respond(pending!.requestId, { decision: "approve_once", respondedBy: "ana" })
         yield* Fiber.join(fiber)
         expect(runs).toBe(1)
         expect(calls).toEqual({ getRequest: 0, findRecorded: 2, findByToolCall: 0, consume: 1 })
@@ -72,7 +75,7 @@ for (const [name, storeLayer] of stores) {
 
     it.scoped("an answer to the same call id in another session wakes nothing and runs nothing", () =>
       Effect.gen(function*() {
-        const { calls, gate } = yield* gateOver
+        const { calls, gate, responder } = yield* gateOver
         const ran: Array<string> = []
         const mine = yield* Effect.fork(gate.gate(bash("c1", "s1"), () => Effect.sync(() => ran.push("s1"))))
         const theirs = yield* Effect.fork(gate.gate(bash("c1", "s2"), () => Effect.sync(() => ran.push("s2"))))
@@ -81,7 +84,7 @@ for (const [name, storeLayer] of stores) {
         yield* until(() => calls.findRecorded === 2)
         const reads = calls.findRecorded
         const other = pending.find((request) => request.toolCall.sessionKey === "s2")!
-        yield* gate.respond(other.requestId, { decision: "approve_once" })
+        yield* responder.respond(other.requestId, { decision: "approve_once" })
         yield* Fiber.join(theirs)
         expect(ran).toEqual(["s2"])
         // the wake that ran s2 read s2's record once; s1 was not woken, so it read nothing
@@ -89,7 +92,7 @@ for (const [name, storeLayer] of stores) {
         expect(mine.unsafePoll()).toBeNull()
         const own = pending.find((request) => request.toolCall.sessionKey === "s1")!
         expect((yield* gate.getRequest(own.requestId)).status).toBe("pending")
-        yield* gate.respond(own.requestId, { decision: "deny", reason: "not now" })
+        yield* responder.respond(own.requestId, { decision: "deny", reason: "not now" })
         const denied = yield* Effect.either(Fiber.join(mine))
         expect(Either.isLeft(denied) && denied.left).toMatchObject({ _tag: "ToolDenied", outcome: "denied" })
         expect(ran).toEqual(["s2"])

@@ -3,7 +3,8 @@
  * `approve_session`, the session approval it grants) and committed exactly once; the same answer
  * again returns the first resolution, a conflicting one is refused.
  */
-import { Clock, Effect, Either, Schema } from "effect"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Clock, Effect, Either, Option, Schema } from "effect"
 import * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { ApprovalStore, NewSessionApproval } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
@@ -137,6 +138,8 @@ export const make = (
     readonly policy: Policy
     readonly limits: Limits.CallLimits
     readonly projection: Projection
+    /** an answer committed on its own (not inside a caller's transaction), as committed */
+    readonly answered: (request: ApprovalRequest.ApprovalRequest) => void
   } & Pick<Requests, "refuseOverdue">
 ) => {
   const { limits, policy, projection, refuseOverdue, store } = options
@@ -167,6 +170,9 @@ export const make = (
         case "Resolved":
           if (result.grant !== undefined) yield* projection.project([result.grant])
           yield* Observe.answered(result.request)
+          if (Option.isNone(yield* Effect.serviceOption(SqlClient.TransactionConnection))) {
+            options.answered(result.request)
+          }
           return result.request
       }
     })

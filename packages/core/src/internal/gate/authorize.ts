@@ -85,6 +85,19 @@ export const make = (options: {
     if (asked.size > askedCalls) asked.delete(asked.values().next().value!)
   }
 
+  // The answers this gate committed, on their own, to calls it paused, until the call is asked
+  // again: its record is taken from here instead of read. A resolved request changes no more but for
+  // its spend, which `consume` decides in the store, so the replay of it is the replay of the read.
+  // (An answer made inside a caller's transaction is not kept: that transaction may still roll back.)
+  const answeredHere = new Map<string, ApprovalRequest.ApprovalRequest>()
+  const answered = (request: ApprovalRequest.ApprovalRequest) => {
+    const key = callKey(request.toolCall.sessionKey, request.toolCall.id)
+    // a gate with hooks reads every record first (so that a replay never reaches them)
+    if (options.hooked || !asked.has(key)) return
+    answeredHere.set(key, request)
+    if (answeredHere.size > askedCalls) answeredHere.delete(answeredHere.keys().next().value!)
+  }
+
   /**
    * `authorize`: judges the call and records the judgement, or replays the record its id has.
    * Written as plain steps, not a generator: this is the path of every call. It runs in the one
@@ -130,17 +143,28 @@ export const make = (options: {
       : Observe.countAtEnd(tally, judged(call, args, judgement, now))
   }
 
-  /** A call judged without hooks: recorded, unless this gate paused it and its id is on record. */
-  const judged = (call: ToolCall.ToolCall, args: string, judgement: Judgement, now: number): Replayed =>
-    judgement.decision._tag !== "RequireApproval" || !asked.has(callKey(call.sessionKey, call.id))
-      ? settle(call, args, judgement, now, 1, undefined)
-      : Effect.flatMap(
-        store.findRecorded(call.sessionKey, call.id),
-        (found) =>
-          Option.isSome(found)
-            ? replay(call, args, found.value, now)
-            : settle(call, args, judgement, now, 1, undefined)
-      )
+  /**
+   * A call judged without hooks: recorded, unless this gate paused it and its id is on record (its
+   * answer from this gate, or read).
+   */
+  const judged = (call: ToolCall.ToolCall, args: string, judgement: Judgement, now: number): Replayed => {
+    const key = callKey(call.sessionKey, call.id)
+    if (judgement.decision._tag !== "RequireApproval" || !asked.has(key)) {
+      return settle(call, args, judgement, now, 1, undefined)
+    }
+    const answer = answeredHere.get(key)
+    if (answer !== undefined) {
+      answeredHere.delete(key)
+      return replay(call, args, { _tag: "Request", request: answer }, now)
+    }
+    return Effect.flatMap(
+      store.findRecorded(call.sessionKey, call.id),
+      (found) =>
+        Option.isSome(found)
+          ? replay(call, args, found.value, now)
+          : settle(call, args, judgement, now, 1, undefined)
+    )
+  }
 
   /**
    * Records the decision (or the request it needs) and answers the call from the record. `tally`:
@@ -339,5 +363,5 @@ export const make = (options: {
       }
     })
 
-  return { authorize: observedAuthorize, gate, createApprovalRequest } as const
+  return { authorize: observedAuthorize, gate, createApprovalRequest, answered } as const
 }
