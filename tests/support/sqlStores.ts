@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqlApprovalStore } from "@tool-gate/core"
+import { ToolGatePg } from "@tool-gate/pg"
 import { Effect, Layer, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -51,7 +52,8 @@ export const sqliteStore = (options?: SqlApprovalStore.Options) =>
 
 export const pgUrl = process.env.TOOLGATE_PG_URL
 
-export const pgClient = (url: string) => PgClient.layer({ url: Redacted.make(url) })
+/** The client `@tool-gate/pg` opens (its statements kept prepared) on `url`. */
+export const pgClient = (url: string) => ToolGatePg.layerClient({ url: Redacted.make(url) })
 
 let schemas = 0
 

@@ -80,6 +80,21 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
     const t = tables(prefix)
     const checkpoints = sql(t.checkpoints)
     const owners = sql(t.checkpointRequests)
+    // Named, never `*`: a statement kept prepared (PostgreSQL) fails once a later migration adds
+    // a column, since its result would change shape.
+    const columnNames = [
+      "token",
+      "name",
+      "state",
+      "request_ids",
+      "created_at",
+      "resumed_at",
+      "claimed_by",
+      "claimed_until",
+      "claims"
+    ]
+    const columns = sql.literal(columnNames.join(", "))
+    const columnsOfC = sql.literal(columnNames.map((column) => `c.${column}`).join(", "))
     // under the writers' lock, retried while another process migrates
     yield* retryOpen(
       PersistenceError.refail("migrate checkpoints")(
@@ -138,8 +153,8 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
         ),
       find: (by) =>
         ("token" in by
-          ? sql`SELECT * FROM ${checkpoints} WHERE token = ${by.token}`
-          : sql`SELECT c.* FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
+          ? sql`SELECT ${columns} FROM ${checkpoints} WHERE token = ${by.token}`
+          : sql`SELECT ${columnsOfC} FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
           .pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint")),
       claim: (token, owner, now, until) =>
         sql`UPDATE ${checkpoints} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
@@ -158,7 +173,7 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
           PersistenceError.refail(leasedWrite[change._tag])
         ),
       open: (name) =>
-        sql`SELECT * FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
+        sql`SELECT ${columns} FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
           .pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
     }
   })

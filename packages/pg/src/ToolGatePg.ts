@@ -23,6 +23,7 @@ import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
 import type { SqlApprovalStore } from "@tool-gate/core"
 import { SqlChangeFeed, ToolGate, ToolGateError, ToolGateSql } from "@tool-gate/core"
 import { Config, type ConfigError, Effect, Layer, Option, type Redacted } from "effect"
+import * as PreparedPool from "./internal/preparedPool.js"
 
 /**
  * @since 0.1.0
@@ -32,6 +33,15 @@ export interface StoreOptions extends SqlApprovalStore.Options, SqlChangeFeed.No
   readonly url: Redacted.Redacted
   /** further `PgClient` settings (pool size, timeouts, ...) */
   readonly client?: Omit<PgClient.PgClientConfig, "url"> | undefined
+  /**
+   * Keep the statements the pool's connections repeat prepared (named), so that the server parses
+   * and plans each once per connection rather than on every run (`true` by default). Statements
+   * with 1 to 64 parameters are named, the first 256 texts of the pool. Turn it off behind a
+   * pooler in transaction mode that does not carry prepared statements (PgBouncer before 1.21, or
+   * with `max_prepared_statements = 0`). A prepared statement fails once a table it reads `*` of
+   * gains a column: the stores list their columns; statements of your own on this client should too.
+   */
+  readonly preparedStatements?: boolean | undefined
 }
 
 /**
@@ -41,7 +51,8 @@ export interface StoreOptions extends SqlApprovalStore.Options, SqlChangeFeed.No
 export interface Options extends StoreOptions, ToolGate.Options {}
 
 /**
- * A `PgClient` on `url`. A server it cannot reach when the layer is built is a `PersistenceError`.
+ * A `PgClient` on `url`, keeping the statements it repeats prepared unless `preparedStatements`
+ * is `false`. A server it cannot reach when the layer is built is a `PersistenceError`.
  *
  * @since 0.1.0
  * @category layers
@@ -49,9 +60,10 @@ export interface Options extends StoreOptions, ToolGate.Options {}
 export const layerClient = (
   options: StoreOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, ToolGateError.PersistenceError> =>
-  PgClient.layer({ ...options.client, url: options.url }).pipe(
-    Layer.mapError((cause) => new ToolGateError.PersistenceError({ operation: "connecting to PostgreSQL", cause }))
-  )
+  (options.preparedStatements === false ? PgClient.layer : PreparedPool.layer)({ ...options.client, url: options.url })
+    .pipe(
+      Layer.mapError((cause) => new ToolGateError.PersistenceError({ operation: "connecting to PostgreSQL", cause }))
+    )
 
 /** The approval store keeps 2 connections of the pool (`keepConnections`) when the pool has room. */
 const keepsConnections = (options: StoreOptions) => (options.client?.maxConnections ?? DEFAULT_POOL_SIZE) >= 4
@@ -89,6 +101,17 @@ export const layer = (
 ): Layer.Layer<ToolGateSql.Services, ToolGateError.PersistenceError> => ToolGateSql.layer(options, layerStore(options))
 
 /**
+ * `TOOLGATE_PG_PREPARED_STATEMENTS` (`StoreOptions.preparedStatements`), `true` when unset.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const preparedStatementsConfig: Config.Config<boolean> = Config.withDefault(
+  Config.boolean("TOOLGATE_PG_PREPARED_STATEMENTS"),
+  true
+)
+
+/**
  * What configuration gives the PostgreSQL gate: the database URL (kept `Redacted`: it may hold a
  * password) and the gate's settings.
  *
@@ -98,11 +121,13 @@ export const layer = (
 export interface ConfigInput extends ToolGate.ConfigInput {
   readonly url: Redacted.Redacted
   readonly tablePrefix?: string | undefined
+  readonly preparedStatements?: boolean | undefined
 }
 
 /**
  * The settings under their default keys: `TOOLGATE_DATABASE_URL` (required), `TOOLGATE_TABLE_PREFIX`,
- * and the gate's (`ToolGate.config`: `TOOLGATE_POLICY`, `TOOLGATE_POLICY_WATCH`, `TOOLGATE_TTL`, ...).
+ * `TOOLGATE_PG_PREPARED_STATEMENTS` (`false` behind a pooler without prepared statements), and
+ * the gate's (`ToolGate.config`: `TOOLGATE_POLICY`, `TOOLGATE_POLICY_WATCH`, `TOOLGATE_TTL`, ...).
  *
  * @since 0.1.0
  * @category config
@@ -111,9 +136,15 @@ export const config: Config.Config<ConfigInput> = Config.map(
   Config.all([
     ToolGate.config,
     Config.redacted("TOOLGATE_DATABASE_URL"),
-    Config.option(Config.string("TOOLGATE_TABLE_PREFIX"))
+    Config.option(Config.string("TOOLGATE_TABLE_PREFIX")),
+    preparedStatementsConfig
   ]),
-  ([gate, url, tablePrefix]) => ({ ...gate, url, tablePrefix: Option.getOrUndefined(tablePrefix) })
+  ([gate, url, tablePrefix, preparedStatements]) => ({
+    ...gate,
+    url,
+    tablePrefix: Option.getOrUndefined(tablePrefix),
+    preparedStatements
+  })
 )
 
 /**
@@ -151,6 +182,7 @@ export const layerConfig = (
       ...options,
       ...gate,
       url: input.url,
-      ...(input.tablePrefix !== undefined ? { tablePrefix: input.tablePrefix } : {})
+      ...(input.tablePrefix !== undefined ? { tablePrefix: input.tablePrefix } : {}),
+      ...(input.preparedStatements !== undefined ? { preparedStatements: input.preparedStatements } : {})
     })
   }))

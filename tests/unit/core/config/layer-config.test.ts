@@ -280,3 +280,26 @@ describePostgres("ToolGatePg.layerConfig", (url) => {
       }))
   })
 })
+
+describe("ToolGatePg.config: prepared statements", () => {
+  const read = (entries: ReadonlyArray<readonly [string, string]>) =>
+    ToolGatePg.config.pipe(
+      Effect.withConfigProvider(
+        ConfigProvider.fromMap(
+          new Map([
+            ["TOOLGATE_DATABASE_URL", "postgres://gate@127.0.0.1:1/none"],
+            ["TOOLGATE_POLICY", "p.yaml"],
+            ...entries
+          ])
+        )
+      )
+    )
+
+  it.live("on unless TOOLGATE_PG_PREPARED_STATEMENTS says false; another value is a ConfigError naming it", () =>
+    Effect.gen(function*() {
+      expect((yield* read([])).preparedStatements).toBe(true)
+      expect((yield* read([["TOOLGATE_PG_PREPARED_STATEMENTS", "false"]])).preparedStatements).toBe(false)
+      const error = yield* Effect.flip(read([["TOOLGATE_PG_PREPARED_STATEMENTS", "sometimes"]]))
+      expect(String(error)).toContain("TOOLGATE_PG_PREPARED_STATEMENTS")
+    }))
+})

@@ -113,9 +113,13 @@ export const mcp = Command.make(
             ({ ToolGateSqlite }) => ({ layer: ToolGateSqlite.layer({ filename: config.db, policy }), where: config.db })
           ),
         onSome: (url) =>
-          Effect.map(
+          Effect.flatMap(
             Effect.promise(() => import("@tool-gate/pg")),
-            ({ ToolGatePg }) => ({ layer: ToolGatePg.layer({ url, policy }), where: "PostgreSQL" })
+            ({ ToolGatePg }) =>
+              Effect.map(ToolGatePg.preparedStatementsConfig, (preparedStatements) => ({
+                layer: ToolGatePg.layer({ url, policy, preparedStatements }),
+                where: "PostgreSQL"
+              }))
           )
       })
       const options = {
