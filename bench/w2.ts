@@ -15,6 +15,7 @@ import type { Layer } from "effect"
 import { Effect, Fiber, Redacted, Stream } from "effect"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { runMain } from "./main.js"
+import { postgresCpuMs, postgresCpuMsPer } from "./postgresCpu.js"
 import { checkpointsFromEnv } from "./sqliteCheckpoints.js"
 import { mainThreadCpuMs, mainThreadCpuMsPer } from "./threadCpu.js"
 
@@ -41,7 +42,11 @@ const bash = (id: string) => ({ id, name: "bash", sessionKey: "w2", args: { comm
 
 const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
 
-export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, E>) =>
+export const runW2With = <E>(
+  gateLayer: Layer.Layer<ToolGate.ToolGate | ApprovalStore.ApprovalStore, E>,
+  /** PostgreSQL on this machine: also the server's CPU per sequential round trip */
+  localServer = false
+) =>
   Effect.gen(function*() {
     const gate = yield* ToolGate.ToolGate
     // the gate's own fibers (its log tailer and the store's change feed) start first, as in a gate
@@ -69,10 +74,12 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
     let start = performance.now()
     let cpu = process.cpuUsage()
     let mainCpu = mainThreadCpuMs()
+    const serverCpu = localServer ? postgresCpuMs() : undefined
     for (let i = 0; i < SEQUENTIAL; i++) yield* roundTrip(`seq-${i}`, true)
     const sequential = SEQUENTIAL / ((performance.now() - start) / 1000)
     const sequentialCpu = cpuMsPer(cpu, SEQUENTIAL)
     const sequentialMainCpu = mainThreadCpuMsPer(mainCpu, SEQUENTIAL)
+    const sequentialServerCpu = postgresCpuMsPer(serverCpu, SEQUENTIAL)
     console.error(`sequential: ${Math.round(sequential)} round trips/s`)
 
     start = performance.now()
@@ -127,6 +134,8 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
       concurrentSelfApprovedCpuMsPerRoundTrip: selfApprovedCpu,
       // of it on the main thread (Linux): the rest is the runtime's threads and the checkpoint worker
       sequentialMainThreadCpuMsPerRoundTrip: sequentialMainCpu,
+      // the database server's (PostgreSQL on this machine: every postgres process)
+      ...(sequentialServerCpu !== undefined ? { sequentialServerCpuMsPerRoundTrip: sequentialServerCpu } : {}),
       concurrentSelfApprovedMainThreadCpuMsPerRoundTrip: selfApprovedMainCpu,
       pauseP50ms: percentile(pauses, 0.5),
       pauseP99ms: percentile(pauses, 0.99),
@@ -141,10 +150,16 @@ export const runW2With = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate | Approval
 export const runW2 = (filename: string) =>
   runW2With(ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() }))
 
+/** A server on this machine, whose processes' CPU can be read. */
+const isLocal = (url: string) => ["localhost", "127.0.0.1", "[::1]"].includes(new URL(url).hostname)
+
 /** On PostgreSQL, in a fresh schema dropped afterwards. */
 export const runW2Pg = (url: string) =>
   Effect.scoped(
-    Effect.flatMap(pgSchema(url), (schemaUrl) => runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy })))
+    Effect.flatMap(
+      pgSchema(url),
+      (schemaUrl) => runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }), isLocal(url))
+    )
   )
 
 if (import.meta.main) {
