@@ -5,6 +5,7 @@
  */
 import { canonicalJson } from "./canonical.js"
 import * as Glob from "./glob.js"
+import * as Newest from "./newest.js"
 import * as ShellCommand from "./shellCommand.js"
 
 /** The parts of a tool call a rule can look at. */
@@ -198,13 +199,13 @@ export const make = <A>(entries: ReadonlyArray<Entry<A>>, cacheSize = 10_000): (
     return stop === -1 ? all : all.slice(0, stop + 1)
   }
 
-  const cache = new Map<string, ReadonlyArray<Entry<A>>>()
+  let cache = new Map<string, ReadonlyArray<Entry<A>>>()
   return (call) => {
     let candidates = cache.get(call.name)
     if (candidates === undefined) {
       candidates = candidatesOf(call.name.toLowerCase())
-      if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!)
       cache.set(call.name, candidates)
+      cache = Newest.mapOf(cache, cacheSize)
     }
     for (let i = 0; i < candidates.length; i++) {
       const entry = candidates[i]
