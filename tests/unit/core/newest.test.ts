@@ -1,59 +1,56 @@
 /**
  * The bounded collections of `internal/newest.ts` (a gate's recently paused calls, its own answers,
- * the evaluator's candidates per tool name): whatever is added, in whatever order, they hold at
- * most their bound, and always the newest entries, in the order they were last added.
+ * the session approvals it holds, the evaluator's candidates per tool name): whatever is added,
+ * used again or deleted, in whatever order, they hold exactly the newest entries up to their bound,
+ * in the order they were last added.
  */
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
 import * as Newest from "../../../packages/core/src/internal/newest.js"
 
-/** Adds (or refreshes, as a gate's `remember` does) each key in turn; the model keeps them all. */
-const replay = (keys: ReadonlyArray<number>, max: number) => {
-  let set = new Set<number>()
-  let map = new Map<number, number>()
-  const model: Array<number> = []
-  const checks: Array<{ set: Array<number>; map: Array<number>; model: Array<number> }> = []
-  keys.forEach((key, i) => {
-    set.delete(key)
-    set.add(key)
-    set = Newest.setOf(set, max)
-    map.delete(key)
-    map.set(key, i)
-    map = Newest.mapOf(map, max)
-    const at = model.indexOf(key)
-    if (at >= 0) model.splice(at, 1)
-    model.push(key)
-    checks.push({ set: [...set], map: [...map.keys()], model: [...model] })
-  })
-  return checks
-}
+type Step = { readonly op: "use" | "delete"; readonly key: number }
 
-describe("Newest", () => {
-  test("holds at most its bound, always the newest keys in the order last added", () => {
+const step = fc.record({
+  op: fc.constantFrom<Step["op"]>("use", "use", "use", "delete"),
+  key: fc.integer({ min: 0, max: 40 })
+})
+
+describe("Newest.keeper", () => {
+  test("keeps exactly the newest keys up to its bound, in the order last used", () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 300 }),
-        fc.integer({ min: 1, max: 20 }),
-        (keys, max) => {
-          for (const { map, model, set } of replay(keys, max)) {
-            expect(set.length).toBeLessThanOrEqual(max)
-            // never fewer than the newest half of the bound (or all there are)
-            expect(set.length).toBeGreaterThanOrEqual(Math.min(model.length, Math.max(1, Math.floor(max / 2))))
-            expect(set).toEqual(model.slice(model.length - set.length))
-            expect(map).toEqual(set)
+      fc.property(fc.array(step, { minLength: 50, maxLength: 400 }), fc.integer({ min: 1, max: 12 }), (steps, max) => {
+        const set = new Set<number>()
+        const map = new Map<number, number>()
+        const keepSet = Newest.keeper(set, max)
+        const keepMap = Newest.keeper(map, max)
+        const model: Array<number> = []
+        steps.forEach(({ key, op }, i) => {
+          set.delete(key)
+          map.delete(key)
+          const at = model.indexOf(key)
+          if (at >= 0) model.splice(at, 1)
+          if (op === "use") {
+            set.add(key)
+            map.set(key, i)
+            model.push(key)
+            keepSet()
+            keepMap()
+            if (model.length > max) model.shift()
           }
-        }
-      )
+          expect([...set]).toEqual(model)
+          expect([...map.keys()]).toEqual(model)
+        })
+      })
     )
   })
 
   test("a map keeps the values of the entries it keeps", () => {
-    let map = new Map<string, number>()
+    const map = new Map<string, number>()
+    const keep = Newest.keeper(map, 10)
     for (let i = 0; i < 25; i++) {
       map.set(`k${i}`, i)
-      map = Newest.mapOf(map, 10)
+      keep()
     }
-    expect(map.size).toBeLessThanOrEqual(10)
-    expect([...map]).toEqual(Array.from({ length: map.size }, (_, j) => [`k${25 - map.size + j}`, 25 - map.size + j]))
+    expect([...map]).toEqual(Array.from({ length: 10 }, (_, j) => [`k${15 + j}`, 15 + j]))
   })
 })

@@ -199,13 +199,14 @@ export const make = <A>(entries: ReadonlyArray<Entry<A>>, cacheSize = 10_000): (
     return stop === -1 ? all : all.slice(0, stop + 1)
   }
 
-  let cache = new Map<string, ReadonlyArray<Entry<A>>>()
+  const cache = new Map<string, ReadonlyArray<Entry<A>>>()
+  const keepCache = Newest.keeper(cache, cacheSize)
   return (call) => {
     let candidates = cache.get(call.name)
     if (candidates === undefined) {
       candidates = candidatesOf(call.name.toLowerCase())
       cache.set(call.name, candidates)
-      cache = Newest.mapOf(cache, cacheSize)
+      keepCache()
     }
     for (let i = 0; i < candidates.length; i++) {
       const entry = candidates[i]

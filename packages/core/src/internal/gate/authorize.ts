@@ -40,7 +40,7 @@ const foundRecord = (found: Found): Recorded =>
 // between; more than a few revocations racing one call is a store that keeps changing under it.
 const maxAttempts = 5
 
-// How many of the calls it paused lately a gate remembers at most (see `asked`; past it, the newest half).
+// How many of the calls it paused lately a gate remembers (see `asked`).
 const askedCalls = 10_000
 
 /** The authorization part of the gate. */
@@ -78,25 +78,27 @@ export const make = (options: {
   // answered by now, so its record is read before anything is written. Any other call that needs a
   // human is written at once: the request's insert finds a record the call has (a call paused by
   // another process, or before a restart, is answered from it all the same, one write later).
-  let asked = new Set<string>()
+  const asked = new Set<string>()
+  const keepAsked = Newest.keeper(asked, askedCalls)
   const remember = (call: ToolCall.ToolCall) => {
     const key = callKey(call.sessionKey, call.id)
     asked.delete(key)
     asked.add(key)
-    asked = Newest.setOf(asked, askedCalls)
+    keepAsked()
   }
 
   // The answers this gate committed, on their own, to calls it paused, until the call is asked
   // again: its record is taken from here instead of read. A resolved request changes no more but for
   // its spend, which `consume` decides in the store, so the replay of it is the replay of the read.
   // (An answer made inside a caller's transaction is not kept: that transaction may still roll back.)
-  let answeredHere = new Map<string, ApprovalRequest.ApprovalRequest>()
+  const answeredHere = new Map<string, ApprovalRequest.ApprovalRequest>()
+  const keepAnswered = Newest.keeper(answeredHere, askedCalls)
   const answered = (request: ApprovalRequest.ApprovalRequest) => {
     const key = callKey(request.toolCall.sessionKey, request.toolCall.id)
     // a gate with hooks reads every record first (so that a replay never reaches them)
     if (options.hooked || !asked.has(key)) return
     answeredHere.set(key, request)
-    answeredHere = Newest.mapOf(answeredHere, askedCalls)
+    keepAnswered()
   }
 
   /**

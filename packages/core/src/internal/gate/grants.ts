@@ -13,6 +13,7 @@ import * as Limits from "../../Limits.js"
 import type * as SessionApproval from "../../SessionApproval.js"
 import * as ToolCall from "../../ToolCall.js"
 import { type InvalidToolCall, type PersistenceError, SessionApprovalNotFound } from "../../ToolGateError.js"
+import * as Newest from "../newest.js"
 import * as SessionIndex from "../sessionIndex.js"
 import type { RevokeOptions } from "./contract.js"
 import * as Ids from "./ids.js"
@@ -65,6 +66,7 @@ export const makeProjection = (
     const loadedAt = yield* store.lastSeq
     // insertion order is recency: a session used is moved to the end, the first one is dropped
     const entries = new Map<string, Entry>()
+    const keepHeld = Newest.keeper(entries, heldSessions)
     // every change up to here is reflected in the sessions held (the tailer moves it)
     let floor = loadedAt
 
@@ -113,7 +115,7 @@ export const makeProjection = (
         if (entry?._tag === "Reading") return Deferred.await(entry.read)
         const reading: Entry = { _tag: "Reading", floor, buffer: [], read: deferred }
         entries.set(sessionKey, reading)
-        if (entries.size > heldSessions) entries.delete(entries.keys().next().value!)
+        keepHeld()
         // the read belongs to the gate, not to the caller: an interrupted caller leaves it to the others
         return Effect.zipRight(Effect.forkIn(read(sessionKey, reading), scope), Deferred.await(deferred))
       })
