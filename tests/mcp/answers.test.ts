@@ -171,4 +171,15 @@ describe("answers to calls waiting behind the MCP gateway", () => {
     expect(result.code).toBe(8)
     expect(result.stderr).toContain("PostgreSQL")
   })
+
+  test("TOOLGATE_PG_PREPARED_STATEMENTS other than true or false is a usage error naming it, with --url", async () => {
+    f = folder()
+    const args = ["mcp", "--policy", f.policy, "--url", "postgres://nobody@127.0.0.1:1/none", "--", "node", "-e", "0"]
+    const result = await toolgate(args, { TOOLGATE_PG_PREPARED_STATEMENTS: "sometimes" })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("TOOLGATE_PG_PREPARED_STATEMENTS")
+    expect(result.stderr).not.toContain("internal error")
+    // false is taken: the gateway goes on to open the store (unreachable here: exit code 8)
+    expect((await toolgate(args, { TOOLGATE_PG_PREPARED_STATEMENTS: "false" })).code).toBe(8)
+  })
 })

@@ -116,10 +116,13 @@ export const mcp = Command.make(
           Effect.flatMap(
             Effect.promise(() => import("@tool-gate/pg")),
             ({ ToolGatePg }) =>
-              Effect.map(ToolGatePg.preparedStatementsConfig, (preparedStatements) => ({
-                layer: ToolGatePg.layer({ url, policy, preparedStatements }),
-                where: "PostgreSQL"
-              }))
+              ToolGatePg.preparedStatementsConfig.pipe(
+                Effect.mapError((error) => new InvalidInput({ message: String(error) })),
+                Effect.map((preparedStatements) => ({
+                  layer: ToolGatePg.layer({ url, policy, preparedStatements }),
+                  where: "PostgreSQL"
+                }))
+              )
           )
       })
       const options = {
