@@ -197,7 +197,10 @@ export interface Service {
   /**
    * Answers a pending request in one step: claims it as `resolve` does (refused as `Overdue` once
    * its deadline has passed at `at`), then commits what `answer` makes of the claimed request. The
-   * request is not read before the claim, so concurrent answers merge into one write.
+   * request is not read before the claim, so concurrent answers merge into one write. `answer` is
+   * a function of the request it is given: it may run more than once, and (on PostgreSQL) on the
+   * request as this process last wrote it, before the claim is decided; only what it makes of the
+   * request as claimed commits.
    */
   readonly answer: (
     requestId: RequestId,
@@ -403,7 +406,9 @@ export interface Encoded {
   /**
    * Conditional claim-and-rewrite: when the request meets `claim`, appends the events `transition`
    * makes of the claimed row, rewrites the row as it says (and inserts the session approval it may
-   * grant); otherwise writes nothing and returns the row as it is.
+   * grant); otherwise writes nothing and returns the row as it is. `transition` may also be made of
+   * the row as this process last wrote it, before the claim (the write then applies only while the
+   * row is that very row), and may run more than once.
    */
   readonly claimRequest: (
     /** the store call, for errors */

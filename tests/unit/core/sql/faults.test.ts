@@ -93,7 +93,7 @@ const pgSuite = (url: string) =>
           yield* Effect.sleep("20 millis")
           const rows = yield* admin<{ killed: boolean }>`
             SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
-            WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%toolgate_requests%'`
+            WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE%toolgate_requests%'`
           killed = rows.length
         }
         const error = yield* failure(Fiber.join(answer))

@@ -66,6 +66,18 @@ export const grant = (n: number, sessionKey = "s1"): Store.NewSessionApproval =>
     createdAt: 3_000 + n
   })
 
+/** A session approval of every bash call in `sessionKey`, until `expiresAt` when given. */
+export const bashGrant = (id: string, sessionKey: string, expiresAt?: number) =>
+  Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
+    id,
+    sessionKey,
+    toolName: "bash",
+    scope: "tool",
+    grantedBy: "ana",
+    createdAt: 500,
+    ...(expiresAt !== undefined ? { expiresAt } : {})
+  })
+
 export const granted = (n: number, sessionKey = "s1") =>
   event({ at: 3_000 + n, type: "session.granted", outcome: "approved", sessionKey, toolName: "deploy" })
 

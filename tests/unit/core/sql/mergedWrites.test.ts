@@ -9,26 +9,14 @@
  */
 import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
-import { AuditEvent, SessionApproval } from "@tool-gate/core"
+import { AuditEvent } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Cause, Effect, Exit, type Layer, Option, Schema } from "effect"
+import { Cause, Effect, Exit, type Layer, Option } from "effect"
 import pg from "pg"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgStore, sqliteStore } from "../../../support/sqlStores.js"
-import { decision, granted, open, request, requested } from "./fixtures.js"
-
-/** A session approval of every bash call in `sessionKey`, until `expiresAt` when given. */
-const bashGrant = (id: string, sessionKey: string, expiresAt?: number) =>
-  Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
-    id,
-    sessionKey,
-    toolName: "bash",
-    scope: "tool",
-    grantedBy: "ana",
-    createdAt: 500,
-    ...(expiresAt !== undefined ? { expiresAt } : {})
-  })
+import { bashGrant, decision, granted, open, request, requested } from "./fixtures.js"
 
 /** `ask` approved for its session by ana (grant `sa_${n}`), or denied by bob, 5 ms after it was made. */
 const approvedForSession = (ask: ApprovalRequest.ApprovalRequest, n: number): ApprovalRequest.Resolution => ({

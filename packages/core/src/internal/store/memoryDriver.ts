@@ -1,7 +1,6 @@
 import { Effect, Either, Option, type ParseResult, Stream } from "effect"
 import type {
   ApprovalEncoded,
-  Claim,
   DecisionEncoded,
   Encoded,
   EventEncoded,
@@ -10,6 +9,7 @@ import type {
 } from "../../ApprovalStore.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import { link } from "./chain.js"
+import { meets } from "./claims.js"
 
 /**
  * The in-process driver: encoded rows in maps, as the SQL driver keeps them in tables. Each method
@@ -26,18 +26,6 @@ const callKey = (sessionKey: string, toolCallId: string) => `${sessionKey}\u0000
 /** Active at `at` (the SQL driver's `revoked_at IS NULL AND (expires_at IS NULL OR expires_at > at)`). */
 const activeAt = (row: ApprovalEncoded, at: number) =>
   row.revokedAt === undefined && (row.expiresAt === undefined || row.expiresAt > at)
-
-const claims = (claim: Claim, row: RequestEncoded): boolean => {
-  if (row.status !== "pending") return false
-  switch (claim._tag) {
-    case "Unwarned":
-      return row.warnedAt === undefined
-    case "BeforeDeadline":
-      return row.expiresAt > claim.at
-    case "PastDeadline":
-      return row.expiresAt <= claim.at
-  }
-}
 
 /** Runs a step; a continuation's `ParseError` fails it as the operation's `PersistenceError`. */
 const step = <A>(operation: string, f: () => Either.Either<A, ParseResult.ParseError>) =>
@@ -111,7 +99,7 @@ export const makeMemoryDriver = (): Encoded => {
     claimRequest: (operation, requestId, claim, transition) =>
       step<Result<"claimRequest">>(operation, () => {
         const before = requests.get(requestId)
-        if (before === undefined || !claims(claim, before)) {
+        if (before === undefined || !meets(claim, before)) {
           return Either.right({ _tag: "Refused", current: Option.fromNullable(before) } as const)
         }
         return Either.flatMap(transition(before), ({ events, grant, request }) =>

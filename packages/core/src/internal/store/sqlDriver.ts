@@ -2,15 +2,24 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Context, Effect, Option, type ParseResult, Stream } from "effect"
+import { Context, Effect, Either, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
-import type { ApprovalEncoded, Encoded, EventEncoded, EventRow } from "../../ApprovalStore.js"
+import type {
+  ApprovalEncoded,
+  Encoded,
+  EventEncoded,
+  EventRow,
+  RequestEncoded,
+  Transition
+} from "../../ApprovalStore.js"
 import type { AuditQuery } from "../../AuditEvent.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as KeptConnection from "../keptConnection.js"
+import * as Newest from "../newest.js"
 import * as Batcher from "../sqlBatcher.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
+import { meets } from "./claims.js"
 import { first, fromEither, seqsOf, textOrNot } from "./sqlEntityRows.js"
 import * as EntityRows from "./sqlEntityRows.js"
 import * as Merged from "./sqlMergedWrites.js"
@@ -25,9 +34,17 @@ import * as Statements from "./sqlStatements.js"
  * are written in one statement per batch, their events in another. Rows hold their entity as JSON text, read through a cache (`sqlRows.ts`).
  * Each event is hashed onto the one before it in the log (`chain.ts`), in commit order, under the
  * writers' lock: the log's last hash is read once per writing transaction, whichever process wrote it.
+ * On PostgreSQL a lone new request, and a lone claim of a request this process wrote, fold their
+ * read into their write: one guarded statement that writes nothing when the guard fails, and the
+ * step then runs as before.
  */
 
 type Failure = SqlError | ParseResult.ParseError
+
+// The pending requests' texts a PostgreSQL driver keeps (see `pendingTexts`): the newest 2,048,
+// each at most 16 K characters (a model chooses the arguments a text holds), so at most 32 M.
+const knownPending = 2_048
+const knownTextLength = 16_384
 
 export interface Options {
   readonly tables: Tables
@@ -203,6 +220,24 @@ export const make = (
         return rowsOf
       })
 
+    // PostgreSQL: the text of each pending request as this process last wrote it, so that a claim
+    // of one it wrote can be folded into the claim's write (`claimKnown`). Only a hint: the folded
+    // write applies only while the row holds that very text (a write rolled back, or one made
+    // elsewhere since, leaves the claim to its own statement).
+    const pendingTexts = new Map<string, string>()
+    const keepPendingTexts = Newest.keeper(pendingTexts, knownPending)
+    /** A request row about to be written, noted in `pendingTexts` (PostgreSQL). */
+    const noted = (row: Statements.RequestRow): Statements.RequestRow => {
+      if (isSqlite) return row
+      pendingTexts.delete(row.requestId)
+      if (row.status === "pending" && row.request.length <= knownTextLength) {
+        pendingTexts.set(row.requestId, row.request)
+        keepPendingTexts()
+      }
+      return row
+    }
+    const requestRowOf = (request: RequestEncoded) => noted(entityRows.requestRow(request))
+
     /** PostgreSQL with one event per request: the statements that write both in one round trip apply. */
     const foldsWithRequests = (writes: ReadonlyArray<Merged.RequestWrite>) =>
       !isSqlite && writes.every((write) => write.events.length === 1)
@@ -222,7 +257,7 @@ export const make = (
         const events = chainedRows(writes.map((write) => write.events[0]!), after)
         const rows = yield* statement(writes.map((write, i) => ({
           ...events[i]!,
-          ...Statements.requestColumns(entityRows.requestRow(write.request))
+          ...Statements.requestColumns(requestRowOf(write.request))
         })))
         after.hash = events[events.length - 1]!.hash
         const seqs = yield* seqsOf(rows)
@@ -246,7 +281,7 @@ export const make = (
         ? Effect.map(numberedWithRequests(q.insertEventsRewriting, writes), ({ rowsOf }) => rowsOf)
         : Effect.tap(
           appendEach(writes),
-          () => q.rewriteRequests(writes.map((write) => entityRows.requestRow(write.request)))
+          () => q.rewriteRequests(writes.map((write) => requestRowOf(write.request)))
         )
 
     /**
@@ -267,11 +302,83 @@ export const make = (
         : Effect.gen(function*() {
           const rowsOf = yield* appendEach(writes)
           const inserted = yield* q.insertRequests(writes.map((write) => ({
-            ...entityRows.requestRow(write.request),
+            ...requestRowOf(write.request),
             requestedSeq: rowsOf.get(write)![0]!.seq
           })))
           return inserted.length === writes.length ? Option.some(rowsOf) : Option.none()
         })
+
+    /**
+     * PostgreSQL: a statement writing one event (numbered and chained) beside a request's row when
+     * its guard holds: the rows it returned and the event as written, or `None` when it wrote nothing
+     * (the chain's head is then as it was).
+     */
+    const writeOneIf = <P extends Record<string, unknown>>(
+      statement: (
+        params: Statements.EventRow & Statements.RequestColumns & P
+      ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
+      event: EventEncoded,
+      request: RequestEncoded,
+      params: P
+    ) =>
+      Effect.gen(function*() {
+        const after = yield* headNow
+        const row = chainedRows([event], after)[0]!
+        const requestRow = entityRows.requestRow(request)
+        const rows = yield* statement({ ...row, ...Statements.requestColumns(requestRow), ...params })
+        if (rows.length === 0) return Option.none()
+        after.hash = row.hash
+        const [seq] = yield* seqsOf(rows)
+        if (notifyChannel === undefined) yield* feed.onCommit(seq!)
+        noted(requestRow)
+        return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow> })
+      })
+
+    /**
+     * PostgreSQL: a new request with its one event in one statement, when its call id has no record
+     * and no approval of its session may cover it. `None`: nothing was written (the read decides);
+     * `Some(None)`: its request id was taken.
+     */
+    const insertRequestIfFree = (
+      write: Merged.NewRequest
+    ): Effect.Effect<Option.Option<Option.Option<ReadonlyArray<EventRow>>>, Failure> =>
+      isSqlite || write.events.length !== 1
+        ? Effect.succeedNone
+        : Effect.map(
+          writeOneIf(q.insertRequestIfFree, write.events[0]!, write.request, {
+            grantToolName: write.request.toolCall.name.toLowerCase()
+          }),
+          Option.map(({ events, rows }) => Number(rows[0]?.also_rows) === 1 ? Option.some(events) : Option.none())
+        )
+
+    /**
+     * PostgreSQL: the claim of a request whose pending text this process wrote, folded into its
+     * write: the transition is made from that text, and written in one statement while the row
+     * still holds it and meets the claim. `None`: nothing was written (the claim runs on its own).
+     */
+    const claimKnown = (
+      input: Merged.ClaimInput
+    ): Effect.Effect<
+      Option.Option<{ readonly claimed: Transition; readonly events: ReadonlyArray<EventRow> }>,
+      Failure
+    > => {
+      const before = isSqlite ? undefined : pendingTexts.get(input.requestId)
+      if (before === undefined) return Effect.succeedNone
+      return Effect.gen(function*() {
+        const [encoded] = yield* entityRows.requestsOf([{ request: before }])
+        // a row that already misses the claim as this process wrote it is left to the claim
+        if (!meets(input.claim, encoded!)) return Option.none()
+        const claimed = input.transition(encoded!)
+        if (Either.isLeft(claimed) || claimed.right.events.length !== 1) return Option.none()
+        const written = yield* writeOneIf(
+          q.claimRewriting[input.claim._tag],
+          claimed.right.events[0]!,
+          claimed.right.request,
+          { before, at: "at" in input.claim ? input.claim.at : 0 }
+        )
+        return Option.map(written, ({ events }) => ({ claimed: claimed.right, events }))
+      })
+    }
 
     const requestByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.requestByCall({ sessionKey, toolCallId }), requestsOf), first)
@@ -314,6 +421,8 @@ export const make = (
       appendEach,
       appendRewriting,
       insertRequests,
+      insertRequestIfFree,
+      claimKnown,
       numbersOf,
       rows: entityRows
     })

@@ -78,6 +78,17 @@ export const make = (options: {
   >(
     writes: ReadonlyArray<W>
   ) => Effect.Effect<Option.Option<Map<W, ReadonlyArray<EventRow>>>, Failure>
+  /**
+   * one new request written in one statement when nothing stands in its way: `None` when nothing
+   * was written, `Some(None)` when its request id was taken
+   */
+  readonly insertRequestIfFree: (
+    write: NewRequest
+  ) => Effect.Effect<Option.Option<Option.Option<ReadonlyArray<EventRow>>>, Failure>
+  /** a claim folded into its write when the request's text is known (`None`: nothing was written) */
+  readonly claimKnown: (
+    input: ClaimInput
+  ) => Effect.Effect<Option.Option<{ readonly claimed: Transition; readonly events: ReadonlyArray<EventRow> }>, Failure>
   readonly numbersOf: (rows: ReadonlyArray<EventRow>) => ReadonlyArray<number>
 }) => {
   const { appendEach, appendEvents, appendRewriting, insertRequests, numbersOf, q } = options
@@ -234,6 +245,11 @@ export const make = (options: {
       Effect.gen(function*() {
         if (inputs.length === 1) {
           const input = inputs[0]!
+          const free = yield* options.insertRequestIfFree(input)
+          if (Option.isSome(free)) {
+            if (Option.isNone(free.value)) return yield* reuseOf(input.request.requestId)
+            return [{ _tag: "Inserted", events: free.value.value }]
+          }
           const call = input.request.toolCall
           const rows = yield* q.recordedOrCovering({
             sessionKey: call.sessionKey,
@@ -309,11 +325,11 @@ export const make = (options: {
     run: (inputs) =>
       Effect.gen(function*() {
         if (inputs.length === 1) {
-          const { claim, requestId, transition } = inputs[0]!
-          const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
-          if (before === undefined) return [yield* refused(requestId)]
-          const claimed = yield* fromEither(transition(before))
-          const rows = (yield* appendRewriting([claimed])).get(claimed)!
+          const input = inputs[0]!
+          const known = yield* options.claimKnown(input)
+          const made = Option.isSome(known) ? known.value : yield* claimAlone(input)
+          if (made === undefined) return [yield* refused(input.requestId)]
+          const { claimed, events: rows } = made
           if (claimed.grant !== undefined) {
             yield* q.insertApproval(approvalRow(yield* fromEither(claimed.grant(numbersOf(rows)))))
           }
@@ -352,6 +368,15 @@ export const make = (options: {
     BeforeDeadline: claimsOf("BeforeDeadline"),
     PastDeadline: claimsOf("PastDeadline")
   }
+
+  /** One claim on its own statement, then its transition written; `undefined` when refused. */
+  const claimAlone = ({ claim, requestId, transition }: ClaimInput) =>
+    Effect.gen(function*() {
+      const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
+      if (before === undefined) return undefined
+      const claimed = yield* fromEither(transition(before))
+      return { claimed, events: (yield* appendRewriting([claimed])).get(claimed)! }
+    })
 
   const claimOf = (requestId: string, claim: Claim) => {
     switch (claim._tag) {

@@ -210,6 +210,46 @@ export const make = (
           : sql`, (SELECT pg_notify(${notifyChannel}, (SELECT MAX(seq) FROM inserted)::text)) AS notified`
       }`
   }
+  /**
+   * PostgreSQL: one event numbered and inserted only when `guard` holds (else nothing is written
+   * and no row comes back), then its seq (and the notify, given a channel). `first`: a query named
+   * before the number is taken (the guard may read it); `also`: a data-modifying statement with
+   * `RETURNING` run with it (the number of rows it returned comes back as `also_rows`).
+   */
+  const insertOneIf = (
+    guard: Statement.Fragment,
+    e: Slots<EventRow>,
+    ctes: { readonly first?: Statement.Fragment; readonly also?: Statement.Fragment }
+  ) => {
+    const none = sql.literal("")
+    const first = ctes.first === undefined ? none : sql`${ctes.first}, `
+    const [also, alsoRows] = ctes.also === undefined
+      ? [none, none]
+      : [sql`, also AS (${ctes.also})`, sql.literal(", (SELECT COUNT(*) FROM also) AS also_rows")]
+    const notified = notifyChannel === undefined
+      ? none
+      : sql`, pg_notify(${notifyChannel}, inserted.seq::text) AS notified`
+    const taken = sql(nextSeq)
+    return sql`WITH ${first}${taken} AS (UPDATE ${sql(t.eventSeq)} SET last = last + 1 WHERE ${guard} RETURNING last),
+      inserted AS (INSERT INTO ${events} (seq, ${eventColumns}) SELECT last, ${
+      eventValues(e)
+    } FROM ${taken} RETURNING seq)${also}
+      SELECT inserted.seq${alsoRows}${notified} FROM inserted`
+  }
+  /**
+   * PostgreSQL: a claimed request's one event and its rewritten row in one statement, when the
+   * request still holds the text `before` (as this process last wrote it) and meets the claim's
+   * `condition`; else nothing is written and no row comes back.
+   */
+  const claimRewritingWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    statement<EventRow & RequestColumns & { readonly before: string; readonly at: number }>((p) =>
+      insertOneIf(sql`EXISTS (SELECT 1 FROM claimed)`, p, {
+        first: sql`claimed AS (UPDATE ${requests} SET status = ${p.rStatus}, expires_at = ${p.rExpiresAt},
+          warned_at = ${p.rWarnedAt}, consumed_at = ${p.rConsumedAt}, request = ${p.rRequest}
+          WHERE request_id = ${p.rRequestId} AND ${pending} AND request = ${p.before} AND ${condition(clockAt(p.at))}
+          RETURNING request_id)`
+      })
+    )
   const numberedValues = (rows: ReadonlyArray<Slots<EventRow>>) =>
     sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${eventValues(row)})`))
   // requested_seq: creation order, breaking ties between requests of the same millisecond: the seq
@@ -357,6 +397,35 @@ export const make = (
         } as Slots<RequestRow>, lastTaken(rows.length - 1 - i)]))
       )
     ),
+
+    /**
+     * PostgreSQL: `insertRequestsNumbered` for one request, only when its call id has no record and
+     * its session no approval for its tool (`grantToolName`) active at its creation on the store's
+     * clock; else nothing is written and no row comes back.
+     */
+    insertRequestIfFree: statement<EventRow & RequestColumns & { readonly grantToolName: string }>((p) =>
+      insertOneIf(
+        sql`NOT EXISTS (SELECT 1 FROM ${requests} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
+          AND NOT EXISTS (SELECT 1 FROM ${decisions} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
+          AND NOT EXISTS (SELECT 1 FROM ${approvals} WHERE session_key = ${p.rSessionKey} AND tool_name = ${p.grantToolName}
+            AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.rCreatedAt)}))`,
+        p,
+        {
+          also: sql`INSERT INTO ${requests}
+            (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
+            SELECT ${p.rRequestId}, ${p.rSessionKey}, ${p.rToolCallId}, ${p.rStatus}, ${p.rCreatedAt}, ${p.rExpiresAt},
+              ${p.rWarnedAt}, ${p.rConsumedAt}, ${p.rRequest}, last FROM ${sql(nextSeq)}
+            ON CONFLICT DO NOTHING RETURNING request_id`
+        }
+      )
+    ),
+
+    /** `claimMany`'s conditions with the request's rewrite and its event folded in (`claimRewritingWhere`). */
+    claimRewriting: {
+      Unwarned: claimRewritingWhere(() => sql`warned_at IS NULL`),
+      BeforeDeadline: claimRewritingWhere((at) => sql`expires_at > ${at}`),
+      PastDeadline: claimRewritingWhere((at) => sql`expires_at <= ${at}`)
+    },
 
     /**
      * Claims a pending request for a transition (the transaction's first write), returning its

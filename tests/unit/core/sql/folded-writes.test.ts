@@ -1,0 +1,190 @@
+/**
+ * PostgreSQL folds two reads into the writes that follow them. A request is written in one
+ * statement that first checks its call id has no record and no session approval for its tool is
+ * active; an answer (or a warning, an extension, an expiry) of a request this process wrote is
+ * written in one statement guarded by the row's text as this process last wrote it. Either one
+ * writes nothing when its guard fails, and the step then runs as before. What may not change: a
+ * write still meets the row as it is (another process's change, a write rolled back), and the log
+ * stays numbered without a hole and chained.
+ */
+import type { SqlClient } from "@effect/sql"
+import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
+import { ApprovalStore, AuditChain, AuditEvent } from "@tool-gate/core"
+import { expect } from "bun:test"
+import { Effect } from "effect"
+import { describe, it } from "../../../support/effectTest.js"
+import { describePostgres } from "../../../support/postgresSuite.js"
+import { pgClient, pgSchema, pgStoreOver } from "../../../support/sqlStores.js"
+import { approval, bashGrant, decision, granted, open, request, requested } from "./fixtures.js"
+
+let channels = 0
+
+/** `n` stores on one fresh schema, as `n` processes open it. */
+const processes = (url: string, n: number) =>
+  Effect.flatMap(pgSchema(url), (schemaUrl) =>
+    Effect.forEach(
+      Array.from({ length: n }),
+      () => open(pgStoreOver(pgClient(schemaUrl), `toolgate_folded_${channels++}`))
+    ))
+
+/** Approves `ask` as `actor`, at 5 ms after it was made. */
+const approve = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest, actor: string) =>
+  store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
+    const resolution = approval(claimed, actor)
+    return { resolution, event: AuditEvent.approvalResolved(claimed, resolution) }
+  })
+
+/** The log is numbered 1, 2, ... without a hole, and its hash chain holds. */
+const expectWholeLog = (store: Store.Service) =>
+  Effect.gen(function*() {
+    const events = yield* store.events()
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, i) => i + 1))
+    const report = yield* AuditChain.verify().pipe(Effect.provideService(ApprovalStore.ApprovalStore, store))
+    expect(report).toMatchObject({ valid: true, events: events.length })
+    return events
+  })
+
+/** Counts the updates of request rows from now on (a row-level trigger). */
+const countRowUpdates = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`CREATE TABLE request_updates (request_id TEXT NOT NULL)`
+    yield* sql.unsafe(`CREATE FUNCTION note_request_update() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO request_updates VALUES (NEW.request_id); RETURN NEW; END $$`)
+    yield* sql.unsafe(`CREATE TRIGGER note_request_update AFTER UPDATE ON toolgate_requests
+      FOR EACH ROW EXECUTE FUNCTION note_request_update()`)
+    return (requestId: string) =>
+      Effect.map(
+        sql<{ n: string }>`SELECT COUNT(*) AS n FROM request_updates WHERE request_id = ${requestId}`,
+        (rows) => Number(rows[0]!.n)
+      )
+  })
+
+describePostgres(
+  "writes folded with their reads",
+  (url) =>
+    describe("PostgreSQL writes folded with their reads", () => {
+      it.scoped("an answer to a request this process wrote writes its row once", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* processes(url, 2)
+          const updates = yield* countRowUpdates(a!.sql)
+          const mine = request(1)
+          const theirs = request(2)
+          yield* a!.store.createRequest(mine, requested(mine))
+          yield* b!.store.createRequest(theirs, requested(theirs))
+          expect(yield* approve(a!.store, mine, "ana")).toMatchObject({ _tag: "Resolved" })
+          expect(yield* approve(a!.store, theirs, "ana")).toMatchObject({ _tag: "Resolved" })
+          // folded: the rewrite alone; claimed first, then rewritten: twice
+          expect(yield* updates(mine.requestId)).toBe(1)
+          expect(yield* updates(theirs.requestId)).toBe(2)
+          yield* expectWholeLog(a!.store)
+        }))
+
+      it.scoped("an answer meets the row as another process left it, not as this one wrote it", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* processes(url, 2)
+          const warned = request(1)
+          const answered = request(2)
+          for (const ask of [warned, answered]) yield* a!.store.createRequest(ask, requested(ask))
+          expect(
+            yield* b!.store.markWarned(warned.requestId, AuditEvent.approvalExpiring(warned, warned.createdAt + 1))
+          )
+            .toBe(true)
+          expect(yield* approve(b!.store, answered, "bob")).toMatchObject({ _tag: "Resolved" })
+
+          const afterWarning = yield* approve(a!.store, warned, "ana")
+          expect(afterWarning).toMatchObject({
+            _tag: "Resolved",
+            request: { status: "approved", warnedAt: warned.createdAt + 1, resolution: { respondedBy: "ana" } }
+          })
+          expect(yield* approve(a!.store, answered, "ana")).toMatchObject({
+            _tag: "NotPending",
+            request: { status: "approved", resolution: { respondedBy: "bob" } }
+          })
+          const events = yield* expectWholeLog(a!.store)
+          expect(events.map((event) => event.type)).toEqual([
+            "approval.requested",
+            "approval.requested",
+            "approval.expiring",
+            "approval.resolved",
+            "approval.resolved"
+          ])
+        }))
+
+      it.scoped("a write rolled back leaves nothing an answer relies on", () =>
+        Effect.gen(function*() {
+          const [a] = yield* processes(url, 1)
+          const ask = request(1)
+          yield* a!.store.createRequest(ask, requested(ask))
+          const rolledBack = yield* a!.sql.withTransaction(
+            Effect.zipRight(
+              a!.store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1)),
+              Effect.fail("roll back" as const)
+            )
+          ).pipe(Effect.flip)
+          expect(rolledBack).toBe("roll back")
+
+          const answered = yield* approve(a!.store, ask, "ana")
+          expect(answered).toMatchObject({ _tag: "Resolved", request: { status: "approved" } })
+          expect(answered._tag === "Resolved" && answered.request.warnedAt).toBeUndefined()
+          const events = yield* expectWholeLog(a!.store)
+          expect(events.map((event) => event.type)).toEqual(["approval.requested", "approval.resolved"])
+        }))
+
+      it.scoped("a request is written only when its call id has no record and no active approval may cover it", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* processes(url, 2)
+          const { store } = a!
+          // another process's records, which this one has not read
+          yield* b!.store.recordDecision({
+            sessionKey: "s1",
+            toolCallId: "decided",
+            toolName: "bash",
+            argsDigest: "d",
+            callDigest: "d",
+            at: 1_000,
+            decision: { _tag: "Allow", via: "policy", policyVersion: "v1" }
+          }, [decision(1)])
+          const held = request(2, { callId: "held" })
+          yield* b!.store.createRequest(held, requested(held))
+          yield* b!.store.grant(bashGrant("sa_open", "covered"), granted(1, "covered"))
+          yield* b!.store.grant(bashGrant("sa_lapsed", "lapsed", 1_000), granted(2, "lapsed"))
+
+          const decided = request(3, { callId: "decided" })
+          expect(yield* store.createRequest(decided, requested(decided))).toMatchObject({ _tag: "Decided" })
+          const again = request(4, { callId: "held" })
+          expect(yield* store.createRequest(again, requested(again))).toMatchObject({
+            _tag: "Existing",
+            request: { requestId: held.requestId }
+          })
+          const covered = request(5, { sessionKey: "covered" })
+          expect(yield* store.createRequest(covered, requested(covered))).toMatchObject({
+            _tag: "Covered",
+            grant: { id: "sa_open" }
+          })
+          // an approval that lapsed before the request was made, or of another session, covers nothing
+          for (const ask of [request(6, { sessionKey: "lapsed" }), request(7, { sessionKey: "s2" })]) {
+            expect(yield* store.createRequest(ask, requested(ask))).toMatchObject({ _tag: "Created" })
+          }
+          const events = yield* expectWholeLog(store)
+          expect(events.filter((event) => event.type === "approval.requested").map((event) => String(event.toolCallId)))
+            .toEqual(["held", "call_6", "call_7"])
+          const rows = yield* a!.sql<{ request_id: string; requested_seq: string }>`
+          SELECT request_id, requested_seq FROM toolgate_requests ORDER BY requested_seq`
+          expect(rows.map((row) => [row.request_id, Number(row.requested_seq)])).toEqual(
+            events.filter((event) => event.type === "approval.requested").map((event) => [event.requestId, event.seq])
+          )
+        }))
+
+      it.scoped("a request id another call holds: the request dies and writes nothing", () =>
+        Effect.gen(function*() {
+          const [a] = yield* processes(url, 1)
+          const held = request(1)
+          yield* a!.store.createRequest(held, requested(held))
+          const taken = { ...request(2), requestId: held.requestId }
+          const exit = yield* Effect.exit(a!.store.createRequest(taken, requested(taken)))
+          expect(exit._tag).toBe("Failure")
+          const events = yield* expectWholeLog(a!.store)
+          expect(events.map((event) => String(event.toolCallId))).toEqual([held.toolCall.id])
+        }))
+    })
+)
