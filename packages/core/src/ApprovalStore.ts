@@ -391,11 +391,14 @@ export interface Encoded {
    * Insert-or-return-existing: the request and its events, unless a record of its
    * `(sessionKey, toolCall.id)` exists (`Existing`, `Decided`) or `covering` picks one of the
    * session's approvals for the tool active at `request.createdAt` on the store's clock (`Covered`).
+   * `argsDigest`: the call's (`ToolCall.argsDigest`), which an approval of `exact` scope must hold to
+   * cover it, for a driver that rules approvals out before calling `covering`.
    */
   readonly insertRequest: (
     request: RequestEncoded,
     events: ReadonlyArray<EventEncoded>,
-    covering: (active: ReadonlyArray<ApprovalEncoded>) => Either.Either<number, ParseResult.ParseError>
+    covering: (active: ReadonlyArray<ApprovalEncoded>) => Either.Either<number, ParseResult.ParseError>,
+    argsDigest: string
   ) => Effect.Effect<
     | { readonly _tag: "Inserted"; readonly events: ReadonlyArray<EventRow> }
     | { readonly _tag: "Existing"; readonly request: RequestEncoded }

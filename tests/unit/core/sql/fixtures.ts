@@ -6,6 +6,7 @@ import { SqlClient } from "@effect/sql"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { ApprovalRequest, ApprovalStore, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { Context, Effect, Layer, Schema } from "effect"
+import pg from "pg"
 
 export const request = (n: number, options: { readonly sessionKey?: string; readonly callId?: string } = {}) =>
   Schema.decodeUnknownSync(ApprovalRequest.ApprovalRequest)({
@@ -87,3 +88,20 @@ export const open = <E>(store: Layer.Layer<Store.ApprovalStore | SqlClient.SqlCl
     store: Context.get(context, ApprovalStore.ApprovalStore),
     sql: Context.get(context, SqlClient.SqlClient)
   }))
+
+/** The statements `pg` sends while `body` runs whose text contains `marker`. */
+export const statementsSent = <A, E, R>(marker: string, body: Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const counted = { statements: 0 }
+      const query = pg.Client.prototype.query
+      pg.Client.prototype.query = function(this: pg.Client, config: unknown, ...rest: Array<unknown>) {
+        const text = typeof config === "string" ? config : (config as { text?: string } | undefined)?.text
+        if (text?.includes(marker)) counted.statements++
+        return (query as (...args: Array<unknown>) => unknown).call(this, config, ...rest)
+      } as typeof query
+      return { counted, query }
+    }),
+    ({ counted }) => Effect.map(body, (result) => ({ result, statements: counted.statements })),
+    ({ query }) => Effect.sync(() => pg.Client.prototype.query = query)
+  )

@@ -9,13 +9,13 @@
  */
 import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
-import { ApprovalStore, AuditChain, AuditEvent } from "@tool-gate/core"
+import { ApprovalStore, AuditChain, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgClient, pgSchema, pgStoreOver } from "../../../support/sqlStores.js"
-import { approval, bashGrant, decision, granted, open, request, requested } from "./fixtures.js"
+import { approval, bashGrant, decision, granted, open, request, requested, statementsSent } from "./fixtures.js"
 
 let channels = 0
 
@@ -173,6 +173,35 @@ describePostgres(
           expect(rows.map((row) => [row.request_id, Number(row.requested_seq)])).toEqual(
             events.filter((event) => event.type === "approval.requested").map((event) => [event.requestId, event.seq])
           )
+        }))
+
+      it.scoped("an approval of exact scope for other arguments leaves a request to one statement; one for its arguments covers it", () =>
+        Effect.gen(function*() {
+          const [a] = yield* processes(url, 1)
+          const approved = request(1)
+          yield* a!.store.grant(
+            Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
+              id: "sa_exact",
+              sessionKey: "s1",
+              toolName: "bash",
+              scope: "exact",
+              argsDigest: ToolCall.argsDigest(approved.toolCall.args),
+              workingDirectory: approved.toolCall.workingDirectory,
+              grantedBy: "ana",
+              createdAt: 500
+            }),
+            granted(1)
+          )
+          // the read of the call's records and the session's approvals, which a folded insert skips
+          const read = "NULL, NULL, approval FROM"
+          const other = request(2)
+          const alone = yield* statementsSent(read, a!.store.createRequest(other, requested(other)))
+          expect(alone).toMatchObject({ result: { _tag: "Created" }, statements: 0 })
+          const third = request(3)
+          const again = { ...third, toolCall: { ...approved.toolCall, id: third.toolCall.id } }
+          const covered = yield* statementsSent(read, a!.store.createRequest(again, requested(again)))
+          expect(covered).toMatchObject({ result: { _tag: "Covered", grant: { id: "sa_exact" } }, statements: 1 })
+          yield* expectWholeLog(a!.store)
         }))
 
       it.scoped("a request id another call holds: the request dies and writes nothing", () =>

@@ -12,11 +12,10 @@ import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { AuditEvent } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Cause, Effect, Exit, type Layer, Option } from "effect"
-import pg from "pg"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgStore, sqliteStore } from "../../../support/sqlStores.js"
-import { bashGrant, decision, granted, open, request, requested } from "./fixtures.js"
+import { bashGrant, decision, granted, open, request, requested, statementsSent } from "./fixtures.js"
 
 /** `ask` approved for its session by ana (grant `sa_${n}`), or denied by bob, 5 ms after it was made. */
 const approvedForSession = (ask: ApprovalRequest.ApprovalRequest, n: number): ApprovalRequest.Resolution => ({
@@ -236,23 +235,6 @@ const suite = <E>(name: string, layer: () => Layer.Layer<Store.ApprovalStore | S
 
 suite("SQLite", () => sqliteStore())
 describePostgres("merged request writes", (url) => suite("PostgreSQL", () => pgStore(url)))
-
-/** The statements `pg` sends while `body` runs whose text contains `marker`. */
-const statementsSent = <A, E, R>(marker: string, body: Effect.Effect<A, E, R>) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => {
-      const counted = { statements: 0 }
-      const query = pg.Client.prototype.query
-      pg.Client.prototype.query = function(this: pg.Client, config: unknown, ...rest: Array<unknown>) {
-        const text = typeof config === "string" ? config : (config as { text?: string } | undefined)?.text
-        if (text?.includes(marker)) counted.statements++
-        return (query as (...args: Array<unknown>) => unknown).call(this, config, ...rest)
-      } as typeof query
-      return { counted, query }
-    }),
-    ({ counted }) => Effect.map(body, (result) => ({ result, statements: counted.statements })),
-    ({ query }) => Effect.sync(() => pg.Client.prototype.query = query)
-  )
 
 describePostgres("merged reads", (url) =>
   describe("reads of call records in flight (PostgreSQL)", () => {

@@ -15,6 +15,7 @@ import type {
 import type { AuditEvent, UnsequencedEvent } from "../../AuditEvent.js"
 import type { Recorded as RecordedDecision } from "../../Decision.js"
 import { covers, type SessionApproval } from "../../SessionApproval.js"
+import { argsDigest } from "../../ToolCall.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as Codecs from "./codecs.js"
 import * as OwnTail from "./ownTail.js"
@@ -222,7 +223,8 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
                 if (covers(grant.right, call, Number.NEGATIVE_INFINITY)) return Either.right(i)
               }
               return Either.right(-1)
-            }
+            },
+            argsDigest(call.args)
           )
           switch (result._tag) {
             case "Inserted": {

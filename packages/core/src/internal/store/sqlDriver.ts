@@ -336,7 +336,8 @@ export const make = (
 
     /**
      * PostgreSQL: a new request with its one event in one statement, when its call id has no record
-     * and no approval of its session may cover it. `None`: nothing was written (the read decides);
+     * and no active approval of its session may cover it (of its tool, and of the whole tool or of
+     * the call's arguments). `None`: nothing was written (the read decides);
      * `Some(None)`: its request id was taken.
      */
     const insertRequestIfFree = (
@@ -346,7 +347,8 @@ export const make = (
         ? Effect.succeedNone
         : Effect.map(
           writeOneIf(q.insertRequestIfFree, write.events[0]!, write.request, {
-            grantToolName: write.request.toolCall.name.toLowerCase()
+            grantToolName: write.request.toolCall.name.toLowerCase(),
+            argsDigest: write.argsDigest
           }),
           Option.map(({ events, rows }) => Number(rows[0]?.also_rows) === 1 ? Option.some(events) : Option.none())
         )
@@ -454,8 +456,8 @@ export const make = (
     const driver: Encoded = {
       append: (events, then) => Effect.map(write("append", appendEvents(events)), then),
 
-      insertRequest: (request, events, covering) =>
-        writeJoined("createRequest", newRequests, { request, events, covering }),
+      insertRequest: (request, events, covering, argsDigest) =>
+        writeJoined("createRequest", newRequests, { request, events, covering, argsDigest }),
 
       claimRequest: (operation, requestId, claim, transition) =>
         writeJoined(operation, claims[claim._tag], { requestId, claim, transition }),

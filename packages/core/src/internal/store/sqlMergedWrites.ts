@@ -44,6 +44,8 @@ export interface NewRequest {
   readonly request: RequestEncoded
   readonly events: ReadonlyArray<EventEncoded>
   readonly covering: Parameters<Encoded["insertRequest"]>[2]
+  /** the call's `ToolCall.argsDigest` */
+  readonly argsDigest: string
 }
 
 /** A request written with its events: a new one, or a claimed one rewritten. */

@@ -400,15 +400,20 @@ export const make = (
 
     /**
      * PostgreSQL: `insertRequestsNumbered` for one request, only when its call id has no record and
-     * its session no approval for its tool (`grantToolName`) active at its creation on the store's
-     * clock; else nothing is written and no row comes back.
+     * its session no approval for its tool (`grantToolName`), active at its creation on the store's
+     * clock, that may cover it: any but one of `exact` scope for other arguments than the call's
+     * (`argsDigest`). Else nothing is written and no row comes back.
      */
-    insertRequestIfFree: statement<EventRow & RequestColumns & { readonly grantToolName: string }>((p) =>
+    insertRequestIfFree: statement<
+      EventRow & RequestColumns & { readonly grantToolName: string; readonly argsDigest: string }
+    >((p) =>
       insertOneIf(
         sql`NOT EXISTS (SELECT 1 FROM ${requests} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
           AND NOT EXISTS (SELECT 1 FROM ${decisions} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
           AND NOT EXISTS (SELECT 1 FROM ${approvals} WHERE session_key = ${p.rSessionKey} AND tool_name = ${p.grantToolName}
-            AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.rCreatedAt)}))`,
+            AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.rCreatedAt)})
+            AND ((approval::jsonb ->> 'scope') IS DISTINCT FROM 'exact'
+              OR (approval::jsonb ->> 'argsDigest') IS NOT DISTINCT FROM ${p.argsDigest}))`,
         p,
         {
           also: sql`INSERT INTO ${requests}
