@@ -11,7 +11,7 @@ import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { ApprovalStore, AuditChain, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgClient, pgSchema, pgStoreOver } from "../../../support/sqlStores.js"
@@ -128,6 +128,47 @@ describePostgres(
           expect(answered._tag === "Resolved" && answered.request.warnedAt).toBeUndefined()
           const events = yield* expectWholeLog(a!.store)
           expect(events.map((event) => event.type)).toEqual(["approval.requested", "approval.resolved"])
+        }))
+
+      it.scoped("three processes racing on requests one of them wrote: each resolved once, warned at most once, the log whole", () =>
+        Effect.gen(function*() {
+          const [a, b, c] = yield* processes(url, 3)
+          const asks = Array.from({ length: 24 }, (_, n) => request(n))
+          for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
+          const deny = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest) =>
+            store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
+              const resolution: ApprovalRequest.Resolution = {
+                status: "denied",
+                decision: "deny",
+                respondedBy: "bob",
+                reason: "no",
+                resolvedAt: claimed.createdAt + 5
+              }
+              return { resolution, event: AuditEvent.approvalResolved(claimed, resolution) }
+            })
+          const warn = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest) =>
+            store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1))
+          // one request at a time, so that each process's claims run alone (folded when they can)
+          const results = yield* Effect.forEach(asks, (ask) =>
+            Effect.all(
+              [approve(a!.store, ask, "ana"), deny(b!.store, ask), warn(c!.store, ask), warn(a!.store, ask)],
+              { concurrency: "unbounded" }
+            ))
+          const events = yield* expectWholeLog(a!.store)
+          for (const [n, ask] of asks.entries()) {
+            const [approved, denied] = results[n]!
+            expect([approved._tag, denied._tag].sort()).toEqual(["NotPending", "Resolved"])
+            const own = events.filter((event) => event.requestId === ask.requestId)
+            const resolved = own.filter((event) => event.type === "approval.resolved")
+            expect(resolved).toHaveLength(1)
+            const warnings = own.filter((event) => event.type === "approval.expiring")
+            expect(warnings.length).toBeLessThanOrEqual(1)
+            // the row says what the log says: its resolution, and its warning when one was logged
+            const row = Option.getOrThrow(yield* a!.store.getRequest(ask.requestId))
+            expect(row.status).toBe(approved._tag === "Resolved" ? "approved" : "denied")
+            expect(row.warnedAt).toBe(warnings.length === 1 ? ask.createdAt + 1 : undefined)
+            expect(resolved[0]!.outcome).toBe(approved._tag === "Resolved" ? "approved" : "denied")
+          }
         }))
 
       it.scoped("a request is written only when its call id has no record and no active approval may cover it", () =>
