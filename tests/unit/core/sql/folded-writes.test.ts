@@ -11,7 +11,7 @@ import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { ApprovalStore, AuditChain, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, Option, Schema } from "effect"
+import { Deferred, Effect, Fiber, Option, Schema } from "effect"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgClient, pgSchema, pgStoreOver } from "../../../support/sqlStores.js"
@@ -71,12 +71,87 @@ describePostgres(
           const theirs = request(2)
           yield* a!.store.createRequest(mine, requested(mine))
           yield* b!.store.createRequest(theirs, requested(theirs))
+          // a warning, whose claim has no time of its own: the event's columns still hold its own
+          const warning = AuditEvent.approvalExpiring(mine, mine.createdAt + 1)
+          expect(yield* a!.store.markWarned(mine.requestId, warning)).toBe(true)
           expect(yield* approve(a!.store, mine, "ana")).toMatchObject({ _tag: "Resolved" })
           expect(yield* approve(a!.store, theirs, "ana")).toMatchObject({ _tag: "Resolved" })
-          // folded: the rewrite alone; claimed first, then rewritten: twice
-          expect(yield* updates(mine.requestId)).toBe(1)
+          // folded: the rewrite alone (the warning's, the answer's); claimed, then rewritten: twice
+          expect(yield* updates(mine.requestId)).toBe(2)
           expect(yield* updates(theirs.requestId)).toBe(2)
           yield* expectWholeLog(a!.store)
+        }))
+
+      it.scoped("once this process knows the log's head, a lone pause and its answer are each one statement, no transaction", () =>
+        Effect.gen(function*() {
+          const [a] = yield* processes(url, 1)
+          const first = request(1)
+          const opened = yield* statementsSent("BEGIN", a!.store.createRequest(first, requested(first)))
+          expect(opened.statements).toBe(1)
+          const next = request(2)
+          const lone = yield* statementsSent(
+            "BEGIN",
+            Effect.zipRight(a!.store.createRequest(next, requested(next)), approve(a!.store, next, "ana"))
+          )
+          expect(lone).toMatchObject({ result: { _tag: "Resolved" }, statements: 0 })
+          yield* expectWholeLog(a!.store)
+        }))
+
+      it.live("a transaction holding the writers' lock: a step written at once is undone and waits its turn", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* processes(url, 2)
+          const asks = [request(1), request(2), request(3)]
+          for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
+          // another process's transaction takes the writers' lock and holds it a while
+          const held = yield* Deferred.make<void>()
+          const holder = yield* Effect.fork(b!.sql.withTransaction(
+            Effect.zipRight(
+              b!.store.append([decision(1)]),
+              Effect.zipRight(Deferred.succeed(held, undefined), Effect.sleep("300 millis"))
+            )
+          ))
+          yield* Deferred.await(held)
+          // a claim (its row rewritten before the number is refused) and a new request
+          const answered = yield* approve(a!.store, asks[0]!, "ana")
+          const later = request(4)
+          const created = yield* a!.store.createRequest(later, requested(later))
+          yield* Fiber.join(holder)
+          expect(answered).toMatchObject({ _tag: "Resolved", request: { status: "approved" } })
+          expect(created._tag).toBe("Created")
+          const events = yield* expectWholeLog(a!.store)
+          expect(events.map((event) => event.type)).toEqual([
+            "approval.requested",
+            "approval.requested",
+            "approval.requested",
+            "decision",
+            "approval.resolved",
+            "approval.requested"
+          ])
+        }))
+
+      it.scoped("three processes pausing and answering their own calls at once: each request once, the log whole", () =>
+        Effect.gen(function*() {
+          const stores = yield* processes(url, 3)
+          const rounds = 20
+          yield* Effect.forEach(stores, ({ store }, p) =>
+            Effect.forEach(
+              Array.from({ length: rounds }, (_, n) => request(100 * p + n, { sessionKey: `s${p}` })),
+              (ask) =>
+                Effect.zipRight(
+                  store.createRequest(ask, requested(ask)),
+                  Effect.flatMap(
+                    approve(store, ask, `p${p}`),
+                    (result) =>
+                      result._tag === "Resolved" ? Effect.void : Effect.die(`${ask.requestId}: ${result._tag}`)
+                  )
+                )
+            ), { concurrency: "unbounded", discard: true })
+          const events = yield* expectWholeLog(stores[0]!.store)
+          expect(events.filter((event) => event.type === "approval.requested")).toHaveLength(3 * rounds)
+          const resolved = events.filter((event) => event.type === "approval.resolved")
+          expect(new Set(resolved.map((event) => event.requestId)).size).toBe(3 * rounds)
+          expect(resolved).toHaveLength(3 * rounds)
+          expect(yield* stores[0]!.store.listPending()).toHaveLength(0)
         }))
 
       it.scoped("an answer meets the row as another process left it, not as this one wrote it", () =>

@@ -36,7 +36,10 @@ import * as Statements from "./sqlStatements.js"
  * writers' lock: the log's last hash is read once per writing transaction, whichever process wrote it.
  * On PostgreSQL a lone new request, and a lone claim of a request this process wrote, fold their
  * read into their write: one guarded statement that writes nothing when the guard fails, and the
- * step then runs as before.
+ * step then runs as before. When this process knows the log's head from its last commit and has no
+ * other write in flight, that statement is first tried as its own transaction (`atOnce`), with no
+ * writers' lock held across round trips: it takes a number only while the log's last number is the
+ * one it knows and no transaction holds the lock.
  */
 
 type Failure = SqlError | ParseResult.ParseError
@@ -101,9 +104,10 @@ export const make = (
 
     // --- the hash chain ----------------------------------------------------------------------------
 
-    /** The log's last hash as the writing transaction on `conn` sees it (`undefined`: none yet). */
+    /** The log's last event as the writing transaction on `conn` sees it: its seq (0: none yet) and hash. */
     interface Head {
       readonly conn: Connection | undefined
+      seq: number
       hash: string | undefined
     }
     // The head of the running transaction, known since its BEGIN or its last append. The batcher's
@@ -112,10 +116,17 @@ export const make = (
     // rollback begins each call anew. A write inside a caller's own transaction forgets it first
     // (`serialize`). Then the next append reads it.
     let head: Head | undefined
-    const hashOf = (rows: ReadonlyArray<Record<string, unknown>> | undefined) => textOrNot(rows?.[0]?.hash)
+    const headOf = (conn: Connection | undefined, rows: ReadonlyArray<Record<string, unknown>> | undefined): Head => ({
+      conn,
+      seq: Number(rows?.[0]?.seq ?? 0),
+      hash: textOrNot(rows?.[0]?.hash)
+    })
     const forgetHead = Effect.sync(() => {
       head = undefined
     })
+    // PostgreSQL: the log's head as of this process's last commit through the batcher (or a step
+    // written at once), which a lone step may chain onto without a transaction (`atOnce`)
+    let committed: { readonly seq: number; readonly hash: string | undefined } | undefined
     // PostgreSQL: one round trip (a simple query of three statements, whose results come back as a list)
     const begin = isSqlite
       ? "BEGIN IMMEDIATE"
@@ -125,9 +136,18 @@ export const make = (
       const watch = <A>(text: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
         text === begin
           ? Effect.tap(statement, (results) => {
-            head = isSqlite ? undefined : { conn: wrapped, hash: hashOf((results as Array<Array<any>>)[2]) }
+            head = isSqlite ? undefined : headOf(wrapped, (results as Array<Array<any>>)[2])
           })
-          : text === "COMMIT" || text === "ROLLBACK"
+          : text === "COMMIT"
+          ? Effect.ensuring(
+            Effect.tap(statement, () => {
+              if (!isSqlite && head !== undefined && head.conn === wrapped) {
+                committed = { seq: head.seq, hash: head.hash }
+              }
+            }),
+            forgetHead
+          )
+          : text === "ROLLBACK"
           ? Effect.ensuring(statement, forgetHead)
           : statement
       const wrapped: Connection = {
@@ -145,7 +165,7 @@ export const make = (
       const conn = transaction._tag === "Some" ? transaction.value[0] : undefined
       if (head !== undefined && conn !== undefined && head.conn === conn) return Effect.succeed(head)
       return Effect.map(q.chainHead({}), (rows) => {
-        const read: Head = { conn, hash: hashOf(rows) }
+        const read = headOf(conn, rows)
         if (conn !== undefined) head = read
         return read
       })
@@ -183,6 +203,19 @@ export const make = (
       inTransaction: (body) => sql.withTransaction(Effect.zipRight(serialize, body))
     })
 
+    // PostgreSQL: this process's writes in flight; a lone step goes at once only when there is none
+    let writing = 0
+    const counted = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      isSqlite ? effect : Effect.suspend(() => {
+        writing++
+        return Effect.ensuring(
+          effect,
+          Effect.sync(() => {
+            writing--
+          })
+        )
+      })
+
     /** A read: on SQLite through the batcher. */
     const read = <A>(operation: string, body: Effect.Effect<A, Failure>): Effect.Effect<A, PersistenceError> =>
       PersistenceError.refail(operation)(isSqlite ? batcher.read(body) : body)
@@ -192,11 +225,11 @@ export const make = (
      * together). `single`: one statement.
      */
     const write = <A>(operation: string, body: Effect.Effect<A, Failure>, single = false) =>
-      PersistenceError.refail(operation)(batcher.write(body, single))
+      PersistenceError.refail(operation)(counted(batcher.write(body, single)))
 
     /** A write joining `group` (on SQLite or PostgreSQL). */
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
-      PersistenceError.refail(operation)(batcher.join(group, input, single))
+      PersistenceError.refail(operation)(counted(batcher.join(group, input, single)))
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
@@ -207,6 +240,7 @@ export const make = (
         // numbered in insertion order (RETURNING's row order is not promised)
         const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
         after.hash = rows[rows.length - 1]!.hash
+        after.seq = seqs[seqs.length - 1]!
         if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
         return events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
       })
@@ -261,6 +295,7 @@ export const make = (
         })))
         after.hash = events[events.length - 1]!.hash
         const seqs = yield* seqsOf(rows)
+        after.seq = seqs[seqs.length - 1]!
         if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
         const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
           writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
@@ -329,6 +364,7 @@ export const make = (
         if (rows.length === 0) return Option.none()
         after.hash = row.hash
         const [seq] = yield* seqsOf(rows)
+        after.seq = seq!
         if (notifyChannel === undefined) yield* feed.onCommit(seq!)
         noted(requestRow)
         return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow> })
@@ -376,9 +412,103 @@ export const make = (
           q.claimRewriting[input.claim._tag],
           claimed.right.events[0]!,
           claimed.right.request,
-          { before, at: "at" in input.claim ? input.claim.at : 0 }
+          { before, claimAt: "at" in input.claim ? input.claim.at : 0 }
         )
         return Option.map(written, ({ events }) => ({ claimed: claimed.right, events }))
+      })
+    }
+
+    // After a step that could not be written at once (most often: another process wrote since),
+    // the next few go straight to a transaction, whose commit tells the head again.
+    const afterMiss = 4
+    let skips = 0
+
+    /** The statement of a step written at once failed its own check (`whole`): nothing was written. */
+    const isUndone = (error: Failure) =>
+      error._tag === "SqlError" && (error.cause as { readonly code?: unknown } | undefined)?.code === "22012"
+
+    /**
+     * PostgreSQL: a lone step written at once (`atOnce` in `sqlStatements.ts`): one statement that is
+     * its own transaction, its event chained onto the head this process committed last, when no other
+     * write of this process is in flight and no caller's transaction is running. `None`: nothing was
+     * written (another process wrote since, a transaction holds the writers' lock, or the step's own
+     * guard failed), and the step runs as before.
+     */
+    const atOnce = <P extends Record<string, unknown>>(
+      statement: (
+        params: Statements.EventRow & Statements.RequestColumns & P & { readonly knownSeq: number }
+      ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
+      event: EventEncoded,
+      request: RequestEncoded,
+      params: P
+    ): Effect.Effect<Option.Option<ReadonlyArray<EventRow>>, Failure> =>
+      Effect.withFiberRuntime((fiber) => {
+        const known = committed
+        if (
+          known === undefined || writing > 0 ||
+          Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
+        ) return Effect.succeedNone
+        if (skips > 0) {
+          skips--
+          return Effect.succeedNone
+        }
+        const missed = Effect.sync(() => {
+          skips = afterMiss
+          return Option.none<ReadonlyArray<EventRow>>()
+        })
+        const row = eventRow(event, known.hash)
+        const requestRow = entityRows.requestRow(request)
+        const written = Effect.flatMap(
+          statement({ ...row, ...Statements.requestColumns(requestRow), ...params, knownSeq: known.seq }),
+          (rows) => {
+            const seq = rows[0]?.seq
+            if (seq === null || seq === undefined) return missed
+            return Effect.gen(function*() {
+              const [taken] = yield* seqsOf(rows)
+              committed = { seq: taken!, hash: row.hash }
+              if (notifyChannel === undefined) yield* feed.onCommit(taken!)
+              noted(requestRow)
+              return Option.some([writtenRow(taken!, event, row)] as ReadonlyArray<EventRow>)
+            })
+          }
+        )
+        return counted(Effect.catchIf(written, isUndone, () => missed))
+      })
+
+    /** PostgreSQL: a new request with its one event written at once (`atOnce`), when nothing stands in its way. */
+    const requestAtOnce = (write: Merged.NewRequest) =>
+      write.events.length !== 1
+        ? Effect.succeedNone
+        : atOnce(q.insertRequestAtOnce, write.events[0]!, write.request, {
+          grantToolName: write.request.toolCall.name.toLowerCase(),
+          argsDigest: write.argsDigest
+        })
+
+    /**
+     * PostgreSQL: the claim of a request whose pending text this process wrote, written at once
+     * (`atOnce`) as `claimKnown` writes it in a transaction; a transition that grants a session
+     * approval takes the transaction.
+     */
+    const claimAtOnce = (input: Merged.ClaimInput) => {
+      const before = committed === undefined || writing > 0 ? undefined : pendingTexts.get(input.requestId)
+      if (before === undefined) return Effect.succeedNone
+      return Effect.gen(function*() {
+        const [encoded] = yield* entityRows.requestsOf([{ request: before }])
+        if (!meets(input.claim, encoded!)) return Option.none()
+        const claimed = input.transition(encoded!)
+        if (Either.isLeft(claimed) || claimed.right.events.length !== 1 || claimed.right.grant !== undefined) {
+          return Option.none()
+        }
+        const written = yield* atOnce(
+          q.claimAtOnce[input.claim._tag],
+          claimed.right.events[0]!,
+          claimed.right.request,
+          {
+            before,
+            claimAt: "at" in input.claim ? input.claim.at : 0
+          }
+        )
+        return Option.map(written, (events) => ({ _tag: "Claimed", request: claimed.right.request, events }) as const)
       })
     }
 
@@ -456,11 +586,30 @@ export const make = (
     const driver: Encoded = {
       append: (events, then) => Effect.map(write("append", appendEvents(events)), then),
 
-      insertRequest: (request, events, covering, argsDigest) =>
-        writeJoined("createRequest", newRequests, { request, events, covering, argsDigest }),
+      // PostgreSQL: a lone step is first tried at once (`atOnce`)
+      insertRequest: (request, events, covering, argsDigest) => {
+        const input = { request, events, covering, argsDigest }
+        return isSqlite
+          ? writeJoined("createRequest", newRequests, input)
+          : Effect.flatMap(
+            PersistenceError.refail("createRequest")(requestAtOnce(input)),
+            (done) =>
+              Option.isSome(done)
+                ? Effect.succeed({ _tag: "Inserted", events: done.value } as const)
+                : writeJoined("createRequest", newRequests, input)
+          )
+      },
 
-      claimRequest: (operation, requestId, claim, transition) =>
-        writeJoined(operation, claims[claim._tag], { requestId, claim, transition }),
+      claimRequest: (operation, requestId, claim, transition) => {
+        const input = { requestId, claim, transition }
+        return isSqlite
+          ? writeJoined(operation, claims[claim._tag], input)
+          : Effect.flatMap(
+            PersistenceError.refail(operation)(claimAtOnce(input)),
+            (done) =>
+              Option.isSome(done) ? Effect.succeed(done.value) : writeJoined(operation, claims[claim._tag], input)
+          )
+      },
 
       // with no events, a spend alone is one statement
       consume: (requestId, at, events) =>

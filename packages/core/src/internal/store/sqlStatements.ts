@@ -2,7 +2,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import type { Effect } from "effect"
-import type { Tables } from "../sqlSchema.js"
+import { lockKey, type Tables } from "../sqlSchema.js"
 
 /**
  * The approval store's statements, each a named function whose parameters are bound by name next
@@ -149,7 +149,7 @@ export interface ApprovalRow extends Record<string, unknown> {
 
 /** The hash of the log's last event: one step down the primary key. */
 export const chainHeadOf = (sql: SqlClient.SqlClient, t: Tables): Statement.Statement<unknown> =>
-  sql`SELECT hash FROM ${sql(t.events)} ORDER BY seq DESC LIMIT 1`
+  sql`SELECT seq, hash FROM ${sql(t.events)} ORDER BY seq DESC LIMIT 1`
 
 export const make = (
   sql: SqlClient.SqlClient,
@@ -237,19 +237,92 @@ export const make = (
       SELECT inserted.seq${alsoRows}${notified} FROM inserted`
   }
   /**
-   * PostgreSQL: a claimed request's one event and its rewritten row in one statement, when the
-   * request still holds the text `before` (as this process last wrote it) and meets the claim's
-   * `condition`; else nothing is written and no row comes back.
+   * PostgreSQL: one event written by a statement that is its own transaction (no `BEGIN`, no
+   * writers' lock held across round trips): its number is taken only while the log's last number is
+   * still `knownSeq` (the head the event is chained to) and no transaction holds the writers' lock
+   * (`pg_try_advisory_xact_lock`, held to this statement's commit), and `guard` holds. PostgreSQL
+   * judges an `UPDATE`'s condition on the newest version of a row another transaction changed after
+   * the statement's snapshot, so the counter row says whether any event was committed since; and
+   * since every insert of a request or a decision, and every grant or revocation of an approval,
+   * appends an event, the snapshot the rest of the statement reads holds every such write (a
+   * claimed row is judged anew, as any `UPDATE`'s). One row always comes back: `seq` (NULL when
+   * nothing was written); `whole` divides by zero, failing the statement and undoing all of it, when
+   * `first` wrote a row without the number or the number was taken without `also`'s row.
+   */
+  const atOnce = (
+    guard: Statement.Fragment,
+    e: Slots<EventRow> & { readonly knownSeq: unknown },
+    ctes: { readonly first?: Statement.Fragment; readonly also?: Statement.Fragment }
+  ) => {
+    const none = sql.literal("")
+    const first = ctes.first === undefined ? none : sql`${ctes.first}, `
+    const also = ctes.also === undefined ? none : sql`, also AS (${ctes.also})`
+    const count = (cte: string) => sql.literal(`(SELECT COUNT(*) FROM ${cte})`)
+    const whole = ctes.first !== undefined
+      ? sql`1 - ${count("claimed")} + ${count(nextSeq)}`
+      : ctes.also !== undefined
+      ? sql`1 - ${count(nextSeq)} + ${count("also")}`
+      : sql.literal("1")
+    const notified = notifyChannel === undefined
+      ? none
+      : sql`, (SELECT pg_notify(${notifyChannel}, seq::text) FROM inserted) AS notified`
+    const taken = sql(nextSeq)
+    return sql`WITH ${first}${taken} AS (UPDATE ${sql(t.eventSeq)} SET last = last + 1
+        WHERE last = ${e.knownSeq} AND ${guard} AND pg_try_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})
+        RETURNING last),
+      inserted AS (INSERT INTO ${events} (seq, ${eventColumns}) SELECT last, ${
+      eventValues(e)
+    } FROM ${taken} RETURNING seq)${also}
+      SELECT (SELECT seq FROM inserted) AS seq, 1 / (${whole}) AS whole${notified}`
+  }
+  type ClaimSlots = Slots<EventRow & RequestColumns & { readonly before: string; readonly claimAt: number }>
+  /**
+   * PostgreSQL: a claimed request's row rewritten (as `claimed`), when it still holds the text
+   * `before` (as this process last wrote it) and meets the claim's `condition`.
+   */
+  const claimedAs = (p: ClaimSlots, condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    sql`claimed AS (UPDATE ${requests} SET status = ${p.rStatus}, expires_at = ${p.rExpiresAt},
+      warned_at = ${p.rWarnedAt}, consumed_at = ${p.rConsumedAt}, request = ${p.rRequest}
+      WHERE request_id = ${p.rRequestId} AND ${pending} AND request = ${p.before} AND ${condition(clockAt(p.claimAt))}
+      RETURNING request_id)`
+  const claimed = sql`EXISTS (SELECT 1 FROM claimed)`
+  /**
+   * PostgreSQL: a claimed request's one event and its rewritten row in one statement, in the
+   * running transaction (`claimedAs`); else nothing is written and no row comes back.
    */
   const claimRewritingWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
-    statement<EventRow & RequestColumns & { readonly before: string; readonly at: number }>((p) =>
-      insertOneIf(sql`EXISTS (SELECT 1 FROM claimed)`, p, {
-        first: sql`claimed AS (UPDATE ${requests} SET status = ${p.rStatus}, expires_at = ${p.rExpiresAt},
-          warned_at = ${p.rWarnedAt}, consumed_at = ${p.rConsumedAt}, request = ${p.rRequest}
-          WHERE request_id = ${p.rRequestId} AND ${pending} AND request = ${p.before} AND ${condition(clockAt(p.at))}
-          RETURNING request_id)`
-      })
+    statement<EventRow & RequestColumns & { readonly before: string; readonly claimAt: number }>((p) =>
+      insertOneIf(claimed, p, { first: claimedAs(p, condition) })
     )
+  /** `claimRewritingWhere` as its own transaction (`atOnce`). */
+  const claimAtOnceWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    statement<
+      EventRow & RequestColumns & { readonly before: string; readonly claimAt: number; readonly knownSeq: number }
+    >(
+      (p) => atOnce(claimed, p, { first: claimedAs(p, condition) })
+    )
+  type NewRequestSlots = Slots<
+    EventRow & RequestColumns & { readonly grantToolName: string; readonly argsDigest: string }
+  >
+  /**
+   * A lone request's guard: its call id has no record, and its session no approval for its tool
+   * (`grantToolName`), active at its creation on the store's clock, that may cover it: any but one
+   * of `exact` scope for other arguments than the call's (`argsDigest`).
+   */
+  const requestFree = (p: NewRequestSlots) =>
+    sql`NOT EXISTS (SELECT 1 FROM ${requests} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
+      AND NOT EXISTS (SELECT 1 FROM ${decisions} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
+      AND NOT EXISTS (SELECT 1 FROM ${approvals} WHERE session_key = ${p.rSessionKey} AND tool_name = ${p.grantToolName}
+        AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.rCreatedAt)})
+        AND ((approval::jsonb ->> 'scope') IS DISTINCT FROM 'exact'
+          OR (approval::jsonb ->> 'argsDigest') IS NOT DISTINCT FROM ${p.argsDigest}))`
+  /** A lone request inserted under the number `nextSeq` took. */
+  const requestUnderTaken = (p: NewRequestSlots) =>
+    sql`INSERT INTO ${requests}
+      (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
+      SELECT ${p.rRequestId}, ${p.rSessionKey}, ${p.rToolCallId}, ${p.rStatus}, ${p.rCreatedAt}, ${p.rExpiresAt},
+        ${p.rWarnedAt}, ${p.rConsumedAt}, ${p.rRequest}, last FROM ${sql(nextSeq)}
+      ON CONFLICT DO NOTHING RETURNING request_id`
   const numberedValues = (rows: ReadonlyArray<Slots<EventRow>>) =>
     sql.csv(rows.map((row, i) => sql`(${lastTaken(rows.length - 1 - i)}, ${eventValues(row)})`))
   // requested_seq: creation order, breaking ties between requests of the same millisecond: the seq
@@ -276,7 +349,7 @@ export const make = (
   return {
     lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
 
-    /** The hash of the log's last event (the chain's head); no row when the log is empty. */
+    /** The seq and hash of the log's last event (the chain's head); no row when the log is empty. */
     chainHead: statement<{}>(() => chainHeadOf(sql, t)),
 
     /** A page of the log (the tailer's read, after each change signal): compiled once. */
@@ -399,37 +472,34 @@ export const make = (
     ),
 
     /**
-     * PostgreSQL: `insertRequestsNumbered` for one request, only when its call id has no record and
-     * its session no approval for its tool (`grantToolName`), active at its creation on the store's
-     * clock, that may cover it: any but one of `exact` scope for other arguments than the call's
-     * (`argsDigest`). Else nothing is written and no row comes back.
+     * PostgreSQL: `insertRequestsNumbered` for one request, only when nothing stands in its way
+     * (`requestFree`); else nothing is written and no row comes back.
      */
     insertRequestIfFree: statement<
       EventRow & RequestColumns & { readonly grantToolName: string; readonly argsDigest: string }
-    >((p) =>
-      insertOneIf(
-        sql`NOT EXISTS (SELECT 1 FROM ${requests} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
-          AND NOT EXISTS (SELECT 1 FROM ${decisions} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
-          AND NOT EXISTS (SELECT 1 FROM ${approvals} WHERE session_key = ${p.rSessionKey} AND tool_name = ${p.grantToolName}
-            AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.rCreatedAt)})
-            AND ((approval::jsonb ->> 'scope') IS DISTINCT FROM 'exact'
-              OR (approval::jsonb ->> 'argsDigest') IS NOT DISTINCT FROM ${p.argsDigest}))`,
-        p,
-        {
-          also: sql`INSERT INTO ${requests}
-            (request_id, session_key, tool_call_id, status, created_at, expires_at, warned_at, consumed_at, request, requested_seq)
-            SELECT ${p.rRequestId}, ${p.rSessionKey}, ${p.rToolCallId}, ${p.rStatus}, ${p.rCreatedAt}, ${p.rExpiresAt},
-              ${p.rWarnedAt}, ${p.rConsumedAt}, ${p.rRequest}, last FROM ${sql(nextSeq)}
-            ON CONFLICT DO NOTHING RETURNING request_id`
-        }
-      )
-    ),
+    >((p) => insertOneIf(requestFree(p), p, { also: requestUnderTaken(p) })),
+
+    /** `insertRequestIfFree` as its own transaction (`atOnce`). */
+    insertRequestAtOnce: statement<
+      EventRow & RequestColumns & {
+        readonly grantToolName: string
+        readonly argsDigest: string
+        readonly knownSeq: number
+      }
+    >((p) => atOnce(requestFree(p), p, { also: requestUnderTaken(p) })),
 
     /** `claimMany`'s conditions with the request's rewrite and its event folded in (`claimRewritingWhere`). */
     claimRewriting: {
       Unwarned: claimRewritingWhere(() => sql`warned_at IS NULL`),
       BeforeDeadline: claimRewritingWhere((at) => sql`expires_at > ${at}`),
       PastDeadline: claimRewritingWhere((at) => sql`expires_at <= ${at}`)
+    },
+
+    /** `claimRewriting`, each as its own transaction (`atOnce`). */
+    claimAtOnce: {
+      Unwarned: claimAtOnceWhere(() => sql`warned_at IS NULL`),
+      BeforeDeadline: claimAtOnceWhere((at) => sql`expires_at > ${at}`),
+      PastDeadline: claimAtOnceWhere((at) => sql`expires_at <= ${at}`)
     },
 
     /**
