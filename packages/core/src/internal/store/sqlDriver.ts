@@ -390,33 +390,50 @@ export const make = (
         )
 
     /**
+     * PostgreSQL: the transition of a claim made from the pending text this process last wrote of
+     * its request, and the statement's parameters (that text, the claim's time), when the text
+     * meets the claim and the transition appends one event; `None` otherwise (the claim is then
+     * left to its own statement).
+     */
+    const knownTransition = (input: Merged.ClaimInput) =>
+      Effect.suspend(() => {
+        const before = pendingTexts.get(input.requestId)
+        if (before === undefined) return Effect.succeedNone
+        return Effect.map(entityRows.requestsOf([{ request: before }]), ([encoded]) => {
+          if (!meets(input.claim, encoded!)) return Option.none()
+          const claimed = input.transition(encoded!)
+          return Either.isRight(claimed) && claimed.right.events.length === 1
+            ? Option.some({
+              claimed: claimed.right,
+              params: { before, claimAt: "at" in input.claim ? input.claim.at : 0 }
+            })
+            : Option.none()
+        })
+      })
+
+    /**
      * PostgreSQL: the claim of a request whose pending text this process wrote, folded into its
-     * write: the transition is made from that text, and written in one statement while the row
-     * still holds it and meets the claim. `None`: nothing was written (the claim runs on its own).
+     * write (`knownTransition`), in one statement while the row still holds that text and meets the
+     * claim. `None`: nothing was written (the claim runs on its own).
      */
     const claimKnown = (
       input: Merged.ClaimInput
     ): Effect.Effect<
       Option.Option<{ readonly claimed: Transition; readonly events: ReadonlyArray<EventRow> }>,
       Failure
-    > => {
-      const before = isSqlite ? undefined : pendingTexts.get(input.requestId)
-      if (before === undefined) return Effect.succeedNone
-      return Effect.gen(function*() {
-        const [encoded] = yield* entityRows.requestsOf([{ request: before }])
-        // a row that already misses the claim as this process wrote it is left to the claim
-        if (!meets(input.claim, encoded!)) return Option.none()
-        const claimed = input.transition(encoded!)
-        if (Either.isLeft(claimed) || claimed.right.events.length !== 1) return Option.none()
-        const written = yield* writeOneIf(
-          q.claimRewriting[input.claim._tag],
-          claimed.right.events[0]!,
-          claimed.right.request,
-          { before, claimAt: "at" in input.claim ? input.claim.at : 0 }
-        )
-        return Option.map(written, ({ events }) => ({ claimed: claimed.right, events }))
-      })
-    }
+    > =>
+      isSqlite ?
+        Effect.succeedNone :
+        Effect.flatMap(knownTransition(input), (known) =>
+          Option.isNone(known) ? Effect.succeedNone : Effect.map(
+            writeOneIf(
+              q.claimRewriting[input.claim._tag],
+              known.value.claimed.events[0]!,
+              known.value.claimed.request,
+              known.value.params
+            ),
+            Option.map(({ events }) => ({ claimed: known.value.claimed, events }))
+          ))
 
     // After a step that could not be written at once (most often: another process wrote since),
     // the next few go straight to a transaction, whose commit tells the head again.
@@ -485,32 +502,22 @@ export const make = (
         })
 
     /**
-     * PostgreSQL: the claim of a request whose pending text this process wrote, written at once
-     * (`atOnce`) as `claimKnown` writes it in a transaction; a transition that grants a session
+     * PostgreSQL: `claimKnown` written at once (`atOnce`); a transition that grants a session
      * approval takes the transaction.
      */
-    const claimAtOnce = (input: Merged.ClaimInput) => {
-      const before = committed === undefined || writing > 0 ? undefined : pendingTexts.get(input.requestId)
-      if (before === undefined) return Effect.succeedNone
-      return Effect.gen(function*() {
-        const [encoded] = yield* entityRows.requestsOf([{ request: before }])
-        if (!meets(input.claim, encoded!)) return Option.none()
-        const claimed = input.transition(encoded!)
-        if (Either.isLeft(claimed) || claimed.right.events.length !== 1 || claimed.right.grant !== undefined) {
-          return Option.none()
-        }
-        const written = yield* atOnce(
-          q.claimAtOnce[input.claim._tag],
-          claimed.right.events[0]!,
-          claimed.right.request,
-          {
-            before,
-            claimAt: "at" in input.claim ? input.claim.at : 0
-          }
-        )
-        return Option.map(written, (events) => ({ _tag: "Claimed", request: claimed.right.request, events }) as const)
-      })
-    }
+    const claimAtOnce = (input: Merged.ClaimInput) =>
+      committed === undefined || writing > 0 ?
+        Effect.succeedNone :
+        Effect.flatMap(knownTransition(input), (known) =>
+          Option.isNone(known) || known.value.claimed.grant !== undefined ? Effect.succeedNone : Effect.map(
+            atOnce(
+              q.claimAtOnce[input.claim._tag],
+              known.value.claimed.events[0]!,
+              known.value.claimed.request,
+              known.value.params
+            ),
+            Option.map((events) => ({ _tag: "Claimed", request: known.value.claimed.request, events }) as const)
+          ))
 
     const requestByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.requestByCall({ sessionKey, toolCallId }), requestsOf), first)
@@ -533,7 +540,8 @@ export const make = (
       PersistenceError.refail(operation)(
         pgReads === undefined
           ? batcher.join(group, input)
-          : Effect.catchAll(pgReads.join(group, input), () => Batcher.alone(group, input))
+          : Effect.catchAll(pgReads.join(group, input), () =>
+            Batcher.alone(group, input))
       )
 
     /**
