@@ -211,6 +211,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         Effect.gen(function*() {
           const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
           const call = request.toolCall
+          const digest = argsDigest(call.args)
           const encoded = yield* encodeEvents("createRequest", events)
           const result = yield* driver.insertRequest(
             yield* encode("createRequest", codecs.request, request),
@@ -220,11 +221,11 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
               for (let i = 0; i < active.length; i++) {
                 const grant = codecs.approval.decode(active[i])
                 if (Either.isLeft(grant)) return Either.left(grant.left)
-                if (covers(grant.right, call, Number.NEGATIVE_INFINITY)) return Either.right(i)
+                if (covers(grant.right, call, Number.NEGATIVE_INFINITY, digest)) return Either.right(i)
               }
               return Either.right(-1)
             },
-            argsDigest(call.args)
+            digest
           )
           switch (result._tag) {
             case "Inserted": {
