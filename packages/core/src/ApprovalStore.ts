@@ -198,9 +198,9 @@ export interface Service {
    * Answers a pending request in one step: claims it as `resolve` does (refused as `Overdue` once
    * its deadline has passed at `at`), then commits what `answer` makes of the claimed request. The
    * request is not read before the claim, so concurrent answers merge into one write. `answer` is
-   * a function of the request it is given: it may run more than once, and (on PostgreSQL) on the
-   * request as this process last wrote it, before the claim is decided; only what it makes of the
-   * request as claimed commits.
+   * a function of the request it is given: it may run more than once, and on the request as this
+   * process last wrote it, before the claim is decided; only what it makes of the request as
+   * claimed commits.
    */
   readonly answer: (
     requestId: RequestId,

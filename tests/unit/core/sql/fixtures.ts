@@ -5,6 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import type { ApprovalStore as Store } from "@tool-gate/core"
 import { ApprovalRequest, ApprovalStore, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
+import { Database } from "bun:sqlite"
 import { Context, Effect, Layer, Schema } from "effect"
 import pg from "pg"
 
@@ -89,8 +90,14 @@ export const open = <E>(store: Layer.Layer<Store.ApprovalStore | SqlClient.SqlCl
     sql: Context.get(context, SqlClient.SqlClient)
   }))
 
+/** What `body` gave and how many statements whose text contains `marker` ran meanwhile. */
+export type Sent = <A, E, R>(
+  marker: string,
+  body: Effect.Effect<A, E, R>
+) => Effect.Effect<{ readonly result: A; readonly statements: number }, E, R>
+
 /** The statements `pg` sends while `body` runs whose text contains `marker`. */
-export const statementsSent = <A, E, R>(marker: string, body: Effect.Effect<A, E, R>) =>
+export const statementsSent: Sent = <A, E, R>(marker: string, body: Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(
     Effect.sync(() => {
       const counted = { statements: 0 }
@@ -104,4 +111,20 @@ export const statementsSent = <A, E, R>(marker: string, body: Effect.Effect<A, E
     }),
     ({ counted }) => Effect.map(body, (result) => ({ result, statements: counted.statements })),
     ({ query }) => Effect.sync(() => pg.Client.prototype.query = query)
+  )
+
+/** The statements bun:sqlite runs while `body` runs whose text contains `marker` (each runs through `query`). */
+export const sqliteStatementsSent: Sent = <A, E, R>(marker: string, body: Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const counted = { statements: 0 }
+      const query = Database.prototype.query
+      Database.prototype.query = function(this: Database, text: string) {
+        if (text.includes(marker)) counted.statements++
+        return query.call(this, text)
+      } as typeof query
+      return { counted, query }
+    }),
+    ({ counted }) => Effect.map(body, (result) => ({ result, statements: counted.statements })),
+    ({ query }) => Effect.sync(() => Database.prototype.query = query)
   )

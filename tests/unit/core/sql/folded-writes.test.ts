@@ -1,31 +1,66 @@
 /**
- * PostgreSQL folds two reads into the writes that follow them. A request is written in one
- * statement that first checks its call id has no record and no session approval for its tool is
- * active; an answer (or a warning, an extension, an expiry) of a request this process wrote is
- * written in one statement guarded by the row's text as this process last wrote it. Either one
- * writes nothing when its guard fails, and the step then runs as before. What may not change: a
- * write still meets the row as it is (another process's change, a write rolled back), and the log
- * stays numbered without a hole and chained.
+ * Both stores fold a read into the write that follows it. A request is written only when its call id
+ * has no record and no session approval for its tool is active (PostgreSQL: in one statement;
+ * SQLite: its event's insert carries the check); an answer (or a warning, an extension, an expiry)
+ * of a request this process wrote is written guarded by the row's text as this process last wrote
+ * it (PostgreSQL: with its event, in one statement; SQLite: the row's rewrite is its claim). Either
+ * one writes nothing when its guard fails, and the step then runs as before. What may not change:
+ * a write still meets the row as it is (another process's change, a write rolled back), and the
+ * log stays numbered without a hole and chained. PostgreSQL also writes a lone step at once, with
+ * no transaction, when it knows the log's head.
  */
 import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { ApprovalStore, AuditChain, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
+import type { Scope } from "effect"
 import { Deferred, Effect, Fiber, Option, Schema } from "effect"
+import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
-import { pgClient, pgSchema, pgStoreOver } from "../../../support/sqlStores.js"
-import { approval, bashGrant, decision, granted, open, request, requested, statementsSent } from "./fixtures.js"
+import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
+import type { Sent } from "./fixtures.js"
+import {
+  approval,
+  bashGrant,
+  decision,
+  granted,
+  open,
+  request,
+  requested,
+  sqliteStatementsSent,
+  statementsSent
+} from "./fixtures.js"
 
 let channels = 0
 
-/** `n` stores on one fresh schema, as `n` processes open it. */
-const processes = (url: string, n: number) =>
+type Process = Effect.Effect.Success<ReturnType<typeof open>>
+
+/** `n` stores on one fresh PostgreSQL schema, as `n` processes open it. */
+const pgProcesses = (url: string, n: number) =>
   Effect.flatMap(pgSchema(url), (schemaUrl) =>
     Effect.forEach(
       Array.from({ length: n }),
       () => open(pgStoreOver(pgClient(schemaUrl), `toolgate_folded_${channels++}`))
     ))
+
+/** `n` stores on one fresh SQLite file, as `n` processes open it. */
+const sqliteProcesses = (n: number) =>
+  Effect.flatMap(tempDir, (dir) =>
+    Effect.forEach(
+      Array.from({ length: n }),
+      () => open(storeOver(sqliteClient(join(dir, "toolgate.db"))))
+    ))
+
+/** What the shared tests need of a database. */
+interface Backend {
+  readonly processes: (n: number) => Effect.Effect<ReadonlyArray<Process>, unknown, Scope.Scope>
+  /** Counts the updates of request rows from now on (a row-level trigger). */
+  readonly countRowUpdates: (
+    sql: SqlClient.SqlClient
+  ) => Effect.Effect<(requestId: string) => Effect.Effect<number, unknown>, unknown>
+  readonly statementsSent: Sent
+}
 
 /** Approves `ask` as `actor`, at 5 ms after it was made. */
 const approve = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest, actor: string) =>
@@ -44,47 +79,274 @@ const expectWholeLog = (store: Store.Service) =>
     return events
   })
 
-/** Counts the updates of request rows from now on (a row-level trigger). */
-const countRowUpdates = (sql: SqlClient.SqlClient) =>
-  Effect.gen(function*() {
-    yield* sql`CREATE TABLE request_updates (request_id TEXT NOT NULL)`
-    yield* sql.unsafe(`CREATE FUNCTION note_request_update() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN INSERT INTO request_updates VALUES (NEW.request_id); RETURN NEW; END $$`)
-    yield* sql.unsafe(`CREATE TRIGGER note_request_update AFTER UPDATE ON toolgate_requests
-      FOR EACH ROW EXECUTE FUNCTION note_request_update()`)
-    return (requestId: string) =>
-      Effect.map(
-        sql<{ n: string }>`SELECT COUNT(*) AS n FROM request_updates WHERE request_id = ${requestId}`,
-        (rows) => Number(rows[0]!.n)
+/** The updates of a request row noted in `request_updates`, counted. */
+const updatesOf = (sql: SqlClient.SqlClient) => (requestId: string) =>
+  Effect.map(
+    sql<{ n: string | number }>`SELECT COUNT(*) AS n FROM request_updates WHERE request_id = ${requestId}`,
+    (rows) => Number(rows[0]!.n)
+  )
+
+const postgres = (url: string): Backend => ({
+  processes: (n) => pgProcesses(url, n),
+  countRowUpdates: (sql) =>
+    Effect.gen(function*() {
+      yield* sql`CREATE TABLE request_updates (request_id TEXT NOT NULL)`
+      yield* sql.unsafe(`CREATE FUNCTION note_request_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO request_updates VALUES (NEW.request_id); RETURN NEW; END $$`)
+      yield* sql.unsafe(`CREATE TRIGGER note_request_update AFTER UPDATE ON toolgate_requests
+        FOR EACH ROW EXECUTE FUNCTION note_request_update()`)
+      return updatesOf(sql)
+    }),
+  statementsSent
+})
+
+const sqlite: Backend = {
+  processes: sqliteProcesses,
+  countRowUpdates: (sql) =>
+    Effect.gen(function*() {
+      yield* sql`CREATE TABLE request_updates (request_id TEXT NOT NULL)`
+      yield* sql.unsafe(`CREATE TRIGGER note_request_update AFTER UPDATE ON toolgate_requests
+        BEGIN INSERT INTO request_updates VALUES (NEW.request_id); END`)
+      return updatesOf(sql)
+    }),
+  statementsSent: sqliteStatementsSent
+}
+
+/** The folds both stores make, on `backend`. */
+const foldedWrites = (backend: Backend) => {
+  it.scoped("an answer to a request this process wrote writes its row once", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* backend.processes(2)
+      const updates = yield* backend.countRowUpdates(a!.sql)
+      const mine = request(1)
+      const theirs = request(2)
+      yield* a!.store.createRequest(mine, requested(mine))
+      yield* b!.store.createRequest(theirs, requested(theirs))
+      // a warning, whose claim has no time of its own: the event's columns still hold its own
+      const warning = AuditEvent.approvalExpiring(mine, mine.createdAt + 1)
+      expect(yield* a!.store.markWarned(mine.requestId, warning)).toBe(true)
+      expect(yield* approve(a!.store, mine, "ana")).toMatchObject({ _tag: "Resolved" })
+      expect(yield* approve(a!.store, theirs, "ana")).toMatchObject({ _tag: "Resolved" })
+      // folded: the rewrite alone (the warning's, the answer's); claimed, then rewritten: twice
+      expect(yield* updates(mine.requestId)).toBe(2)
+      expect(yield* updates(theirs.requestId)).toBe(2)
+      yield* expectWholeLog(a!.store)
+    }))
+
+  it.scoped("three processes pausing and answering their own calls at once: each request once, the log whole", () =>
+    Effect.gen(function*() {
+      const stores = yield* backend.processes(3)
+      const rounds = 20
+      yield* Effect.forEach(stores, ({ store }, p) =>
+        Effect.forEach(
+          Array.from({ length: rounds }, (_, n) => request(100 * p + n, { sessionKey: `s${p}` })),
+          (ask) =>
+            Effect.zipRight(
+              store.createRequest(ask, requested(ask)),
+              Effect.flatMap(
+                approve(store, ask, `p${p}`),
+                (result) => result._tag === "Resolved" ? Effect.void : Effect.die(`${ask.requestId}: ${result._tag}`)
+              )
+            )
+        ), { concurrency: "unbounded", discard: true })
+      const events = yield* expectWholeLog(stores[0]!.store)
+      expect(events.filter((event) => event.type === "approval.requested")).toHaveLength(3 * rounds)
+      const resolved = events.filter((event) => event.type === "approval.resolved")
+      expect(new Set(resolved.map((event) => event.requestId)).size).toBe(3 * rounds)
+      expect(resolved).toHaveLength(3 * rounds)
+      expect(yield* stores[0]!.store.listPending()).toHaveLength(0)
+    }))
+
+  it.scoped("an answer meets the row as another process left it, not as this one wrote it", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* backend.processes(2)
+      const warned = request(1)
+      const answered = request(2)
+      for (const ask of [warned, answered]) yield* a!.store.createRequest(ask, requested(ask))
+      expect(
+        yield* b!.store.markWarned(warned.requestId, AuditEvent.approvalExpiring(warned, warned.createdAt + 1))
       )
-  })
+        .toBe(true)
+      expect(yield* approve(b!.store, answered, "bob")).toMatchObject({ _tag: "Resolved" })
+
+      const afterWarning = yield* approve(a!.store, warned, "ana")
+      expect(afterWarning).toMatchObject({
+        _tag: "Resolved",
+        request: { status: "approved", warnedAt: warned.createdAt + 1, resolution: { respondedBy: "ana" } }
+      })
+      expect(yield* approve(a!.store, answered, "ana")).toMatchObject({
+        _tag: "NotPending",
+        request: { status: "approved", resolution: { respondedBy: "bob" } }
+      })
+      const events = yield* expectWholeLog(a!.store)
+      expect(events.map((event) => event.type)).toEqual([
+        "approval.requested",
+        "approval.requested",
+        "approval.expiring",
+        "approval.resolved",
+        "approval.resolved"
+      ])
+    }))
+
+  it.scoped("a write rolled back leaves nothing an answer relies on", () =>
+    Effect.gen(function*() {
+      const [a] = yield* backend.processes(1)
+      const ask = request(1)
+      yield* a!.store.createRequest(ask, requested(ask))
+      const rolledBack = yield* a!.sql.withTransaction(
+        Effect.zipRight(
+          a!.store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1)),
+          Effect.fail("roll back" as const)
+        )
+      ).pipe(Effect.flip)
+      expect(rolledBack).toBe("roll back")
+
+      const answered = yield* approve(a!.store, ask, "ana")
+      expect(answered).toMatchObject({ _tag: "Resolved", request: { status: "approved" } })
+      expect(answered._tag === "Resolved" && answered.request.warnedAt).toBeUndefined()
+      const events = yield* expectWholeLog(a!.store)
+      expect(events.map((event) => event.type)).toEqual(["approval.requested", "approval.resolved"])
+    }))
+
+  it.scoped("three processes racing on requests one of them wrote: each resolved once, warned at most once, the log whole", () =>
+    Effect.gen(function*() {
+      const [a, b, c] = yield* backend.processes(3)
+      const asks = Array.from({ length: 24 }, (_, n) => request(n))
+      for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
+      const deny = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest) =>
+        store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
+          const resolution: ApprovalRequest.Resolution = {
+            status: "denied",
+            decision: "deny",
+            respondedBy: "bob",
+            reason: "no",
+            resolvedAt: claimed.createdAt + 5
+          }
+          return { resolution, event: AuditEvent.approvalResolved(claimed, resolution) }
+        })
+      const warn = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest) =>
+        store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1))
+      // one request at a time, so that each process's claims run alone (folded when they can)
+      const results = yield* Effect.forEach(asks, (ask) =>
+        Effect.all(
+          [approve(a!.store, ask, "ana"), deny(b!.store, ask), warn(c!.store, ask), warn(a!.store, ask)],
+          { concurrency: "unbounded" }
+        ))
+      const events = yield* expectWholeLog(a!.store)
+      for (const [n, ask] of asks.entries()) {
+        const [approved, denied] = results[n]!
+        expect([approved._tag, denied._tag].sort()).toEqual(["NotPending", "Resolved"])
+        const own = events.filter((event) => event.requestId === ask.requestId)
+        const resolved = own.filter((event) => event.type === "approval.resolved")
+        expect(resolved).toHaveLength(1)
+        const warnings = own.filter((event) => event.type === "approval.expiring")
+        expect(warnings.length).toBeLessThanOrEqual(1)
+        // the row says what the log says: its resolution, and its warning when one was logged
+        const row = Option.getOrThrow(yield* a!.store.getRequest(ask.requestId))
+        expect(row.status).toBe(approved._tag === "Resolved" ? "approved" : "denied")
+        expect(row.warnedAt).toBe(warnings.length === 1 ? ask.createdAt + 1 : undefined)
+        expect(resolved[0]!.outcome).toBe(approved._tag === "Resolved" ? "approved" : "denied")
+      }
+    }))
+
+  it.scoped("a request is written only when its call id has no record and no active approval may cover it", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* backend.processes(2)
+      const { store } = a!
+      // another process's records, which this one has not read
+      yield* b!.store.recordDecision({
+        sessionKey: "s1",
+        toolCallId: "decided",
+        toolName: "bash",
+        argsDigest: "d",
+        callDigest: "d",
+        at: 1_000,
+        decision: { _tag: "Allow", via: "policy", policyVersion: "v1" }
+      }, [decision(1)])
+      const held = request(2, { callId: "held" })
+      yield* b!.store.createRequest(held, requested(held))
+      yield* b!.store.grant(bashGrant("sa_open", "covered"), granted(1, "covered"))
+      yield* b!.store.grant(bashGrant("sa_lapsed", "lapsed", 1_000), granted(2, "lapsed"))
+
+      const decided = request(3, { callId: "decided" })
+      expect(yield* store.createRequest(decided, requested(decided))).toMatchObject({ _tag: "Decided" })
+      const again = request(4, { callId: "held" })
+      expect(yield* store.createRequest(again, requested(again))).toMatchObject({
+        _tag: "Existing",
+        request: { requestId: held.requestId }
+      })
+      const covered = request(5, { sessionKey: "covered" })
+      expect(yield* store.createRequest(covered, requested(covered))).toMatchObject({
+        _tag: "Covered",
+        grant: { id: "sa_open" }
+      })
+      // an approval that lapsed before the request was made, or of another session, covers nothing
+      for (const ask of [request(6, { sessionKey: "lapsed" }), request(7, { sessionKey: "s2" })]) {
+        expect(yield* store.createRequest(ask, requested(ask))).toMatchObject({ _tag: "Created" })
+      }
+      const events = yield* expectWholeLog(store)
+      expect(events.filter((event) => event.type === "approval.requested").map((event) => String(event.toolCallId)))
+        .toEqual(["held", "call_6", "call_7"])
+      const rows = yield* a!.sql<{ request_id: string; requested_seq: string }>`
+          SELECT request_id, requested_seq FROM toolgate_requests ORDER BY requested_seq`
+      expect(rows.map((row) => [row.request_id, Number(row.requested_seq)])).toEqual(
+        events.filter((event) => event.type === "approval.requested").map((event) => [event.requestId, event.seq])
+      )
+    }))
+
+  it.scoped("an approval of exact scope for other arguments leaves a request to one statement; one for its arguments covers it", () =>
+    Effect.gen(function*() {
+      const [a] = yield* backend.processes(1)
+      const approved = request(1)
+      yield* a!.store.grant(
+        Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
+          id: "sa_exact",
+          sessionKey: "s1",
+          toolName: "bash",
+          scope: "exact",
+          argsDigest: ToolCall.argsDigest(approved.toolCall.args),
+          workingDirectory: approved.toolCall.workingDirectory,
+          grantedBy: "ana",
+          createdAt: 500
+        }),
+        granted(1)
+      )
+      // the read of the call's records and the session's approvals, which a folded insert skips
+      const read = "NULL, NULL, approval FROM"
+      const other = request(2)
+      const alone = yield* backend.statementsSent(read, a!.store.createRequest(other, requested(other)))
+      expect(alone).toMatchObject({ result: { _tag: "Created" }, statements: 0 })
+      const third = request(3)
+      const again = { ...third, toolCall: { ...approved.toolCall, id: third.toolCall.id } }
+      const covered = yield* backend.statementsSent(read, a!.store.createRequest(again, requested(again)))
+      expect(covered).toMatchObject({ result: { _tag: "Covered", grant: { id: "sa_exact" } }, statements: 1 })
+      yield* expectWholeLog(a!.store)
+    }))
+
+  it.scoped("a request id another call holds: the request dies and writes nothing", () =>
+    Effect.gen(function*() {
+      const [a] = yield* backend.processes(1)
+      const held = request(1)
+      yield* a!.store.createRequest(held, requested(held))
+      const taken = { ...request(2), requestId: held.requestId }
+      const exit = yield* Effect.exit(a!.store.createRequest(taken, requested(taken)))
+      expect(exit._tag).toBe("Failure")
+      const events = yield* expectWholeLog(a!.store)
+      expect(events.map((event) => String(event.toolCallId))).toEqual([held.toolCall.id])
+    }))
+}
+
+describe("SQLite writes folded with their reads", () => foldedWrites(sqlite))
 
 describePostgres(
   "writes folded with their reads",
   (url) =>
     describe("PostgreSQL writes folded with their reads", () => {
-      it.scoped("an answer to a request this process wrote writes its row once", () =>
-        Effect.gen(function*() {
-          const [a, b] = yield* processes(url, 2)
-          const updates = yield* countRowUpdates(a!.sql)
-          const mine = request(1)
-          const theirs = request(2)
-          yield* a!.store.createRequest(mine, requested(mine))
-          yield* b!.store.createRequest(theirs, requested(theirs))
-          // a warning, whose claim has no time of its own: the event's columns still hold its own
-          const warning = AuditEvent.approvalExpiring(mine, mine.createdAt + 1)
-          expect(yield* a!.store.markWarned(mine.requestId, warning)).toBe(true)
-          expect(yield* approve(a!.store, mine, "ana")).toMatchObject({ _tag: "Resolved" })
-          expect(yield* approve(a!.store, theirs, "ana")).toMatchObject({ _tag: "Resolved" })
-          // folded: the rewrite alone (the warning's, the answer's); claimed, then rewritten: twice
-          expect(yield* updates(mine.requestId)).toBe(2)
-          expect(yield* updates(theirs.requestId)).toBe(2)
-          yield* expectWholeLog(a!.store)
-        }))
+      foldedWrites(postgres(url))
 
       it.scoped("once this process knows the log's head, a lone pause and its answer are each one statement, no transaction", () =>
         Effect.gen(function*() {
-          const [a] = yield* processes(url, 1)
+          const [a] = yield* pgProcesses(url, 1)
           const first = request(1)
           const opened = yield* statementsSent("BEGIN", a!.store.createRequest(first, requested(first)))
           expect(opened.statements).toBe(1)
@@ -99,7 +361,7 @@ describePostgres(
 
       it.live("a transaction holding the writers' lock: a step written at once is undone and waits its turn", () =>
         Effect.gen(function*() {
-          const [a, b] = yield* processes(url, 2)
+          const [a, b] = yield* pgProcesses(url, 2)
           const asks = [request(1), request(2), request(3)]
           for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
           // another process's transaction takes the writers' lock and holds it a while
@@ -127,209 +389,6 @@ describePostgres(
             "approval.resolved",
             "approval.requested"
           ])
-        }))
-
-      it.scoped("three processes pausing and answering their own calls at once: each request once, the log whole", () =>
-        Effect.gen(function*() {
-          const stores = yield* processes(url, 3)
-          const rounds = 20
-          yield* Effect.forEach(stores, ({ store }, p) =>
-            Effect.forEach(
-              Array.from({ length: rounds }, (_, n) => request(100 * p + n, { sessionKey: `s${p}` })),
-              (ask) =>
-                Effect.zipRight(
-                  store.createRequest(ask, requested(ask)),
-                  Effect.flatMap(
-                    approve(store, ask, `p${p}`),
-                    (result) =>
-                      result._tag === "Resolved" ? Effect.void : Effect.die(`${ask.requestId}: ${result._tag}`)
-                  )
-                )
-            ), { concurrency: "unbounded", discard: true })
-          const events = yield* expectWholeLog(stores[0]!.store)
-          expect(events.filter((event) => event.type === "approval.requested")).toHaveLength(3 * rounds)
-          const resolved = events.filter((event) => event.type === "approval.resolved")
-          expect(new Set(resolved.map((event) => event.requestId)).size).toBe(3 * rounds)
-          expect(resolved).toHaveLength(3 * rounds)
-          expect(yield* stores[0]!.store.listPending()).toHaveLength(0)
-        }))
-
-      it.scoped("an answer meets the row as another process left it, not as this one wrote it", () =>
-        Effect.gen(function*() {
-          const [a, b] = yield* processes(url, 2)
-          const warned = request(1)
-          const answered = request(2)
-          for (const ask of [warned, answered]) yield* a!.store.createRequest(ask, requested(ask))
-          expect(
-            yield* b!.store.markWarned(warned.requestId, AuditEvent.approvalExpiring(warned, warned.createdAt + 1))
-          )
-            .toBe(true)
-          expect(yield* approve(b!.store, answered, "bob")).toMatchObject({ _tag: "Resolved" })
-
-          const afterWarning = yield* approve(a!.store, warned, "ana")
-          expect(afterWarning).toMatchObject({
-            _tag: "Resolved",
-            request: { status: "approved", warnedAt: warned.createdAt + 1, resolution: { respondedBy: "ana" } }
-          })
-          expect(yield* approve(a!.store, answered, "ana")).toMatchObject({
-            _tag: "NotPending",
-            request: { status: "approved", resolution: { respondedBy: "bob" } }
-          })
-          const events = yield* expectWholeLog(a!.store)
-          expect(events.map((event) => event.type)).toEqual([
-            "approval.requested",
-            "approval.requested",
-            "approval.expiring",
-            "approval.resolved",
-            "approval.resolved"
-          ])
-        }))
-
-      it.scoped("a write rolled back leaves nothing an answer relies on", () =>
-        Effect.gen(function*() {
-          const [a] = yield* processes(url, 1)
-          const ask = request(1)
-          yield* a!.store.createRequest(ask, requested(ask))
-          const rolledBack = yield* a!.sql.withTransaction(
-            Effect.zipRight(
-              a!.store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1)),
-              Effect.fail("roll back" as const)
-            )
-          ).pipe(Effect.flip)
-          expect(rolledBack).toBe("roll back")
-
-          const answered = yield* approve(a!.store, ask, "ana")
-          expect(answered).toMatchObject({ _tag: "Resolved", request: { status: "approved" } })
-          expect(answered._tag === "Resolved" && answered.request.warnedAt).toBeUndefined()
-          const events = yield* expectWholeLog(a!.store)
-          expect(events.map((event) => event.type)).toEqual(["approval.requested", "approval.resolved"])
-        }))
-
-      it.scoped("three processes racing on requests one of them wrote: each resolved once, warned at most once, the log whole", () =>
-        Effect.gen(function*() {
-          const [a, b, c] = yield* processes(url, 3)
-          const asks = Array.from({ length: 24 }, (_, n) => request(n))
-          for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
-          const deny = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest) =>
-            store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
-              const resolution: ApprovalRequest.Resolution = {
-                status: "denied",
-                decision: "deny",
-                respondedBy: "bob",
-                reason: "no",
-                resolvedAt: claimed.createdAt + 5
-              }
-              return { resolution, event: AuditEvent.approvalResolved(claimed, resolution) }
-            })
-          const warn = (store: Store.Service, ask: ApprovalRequest.ApprovalRequest) =>
-            store.markWarned(ask.requestId, AuditEvent.approvalExpiring(ask, ask.createdAt + 1))
-          // one request at a time, so that each process's claims run alone (folded when they can)
-          const results = yield* Effect.forEach(asks, (ask) =>
-            Effect.all(
-              [approve(a!.store, ask, "ana"), deny(b!.store, ask), warn(c!.store, ask), warn(a!.store, ask)],
-              { concurrency: "unbounded" }
-            ))
-          const events = yield* expectWholeLog(a!.store)
-          for (const [n, ask] of asks.entries()) {
-            const [approved, denied] = results[n]!
-            expect([approved._tag, denied._tag].sort()).toEqual(["NotPending", "Resolved"])
-            const own = events.filter((event) => event.requestId === ask.requestId)
-            const resolved = own.filter((event) => event.type === "approval.resolved")
-            expect(resolved).toHaveLength(1)
-            const warnings = own.filter((event) => event.type === "approval.expiring")
-            expect(warnings.length).toBeLessThanOrEqual(1)
-            // the row says what the log says: its resolution, and its warning when one was logged
-            const row = Option.getOrThrow(yield* a!.store.getRequest(ask.requestId))
-            expect(row.status).toBe(approved._tag === "Resolved" ? "approved" : "denied")
-            expect(row.warnedAt).toBe(warnings.length === 1 ? ask.createdAt + 1 : undefined)
-            expect(resolved[0]!.outcome).toBe(approved._tag === "Resolved" ? "approved" : "denied")
-          }
-        }))
-
-      it.scoped("a request is written only when its call id has no record and no active approval may cover it", () =>
-        Effect.gen(function*() {
-          const [a, b] = yield* processes(url, 2)
-          const { store } = a!
-          // another process's records, which this one has not read
-          yield* b!.store.recordDecision({
-            sessionKey: "s1",
-            toolCallId: "decided",
-            toolName: "bash",
-            argsDigest: "d",
-            callDigest: "d",
-            at: 1_000,
-            decision: { _tag: "Allow", via: "policy", policyVersion: "v1" }
-          }, [decision(1)])
-          const held = request(2, { callId: "held" })
-          yield* b!.store.createRequest(held, requested(held))
-          yield* b!.store.grant(bashGrant("sa_open", "covered"), granted(1, "covered"))
-          yield* b!.store.grant(bashGrant("sa_lapsed", "lapsed", 1_000), granted(2, "lapsed"))
-
-          const decided = request(3, { callId: "decided" })
-          expect(yield* store.createRequest(decided, requested(decided))).toMatchObject({ _tag: "Decided" })
-          const again = request(4, { callId: "held" })
-          expect(yield* store.createRequest(again, requested(again))).toMatchObject({
-            _tag: "Existing",
-            request: { requestId: held.requestId }
-          })
-          const covered = request(5, { sessionKey: "covered" })
-          expect(yield* store.createRequest(covered, requested(covered))).toMatchObject({
-            _tag: "Covered",
-            grant: { id: "sa_open" }
-          })
-          // an approval that lapsed before the request was made, or of another session, covers nothing
-          for (const ask of [request(6, { sessionKey: "lapsed" }), request(7, { sessionKey: "s2" })]) {
-            expect(yield* store.createRequest(ask, requested(ask))).toMatchObject({ _tag: "Created" })
-          }
-          const events = yield* expectWholeLog(store)
-          expect(events.filter((event) => event.type === "approval.requested").map((event) => String(event.toolCallId)))
-            .toEqual(["held", "call_6", "call_7"])
-          const rows = yield* a!.sql<{ request_id: string; requested_seq: string }>`
-          SELECT request_id, requested_seq FROM toolgate_requests ORDER BY requested_seq`
-          expect(rows.map((row) => [row.request_id, Number(row.requested_seq)])).toEqual(
-            events.filter((event) => event.type === "approval.requested").map((event) => [event.requestId, event.seq])
-          )
-        }))
-
-      it.scoped("an approval of exact scope for other arguments leaves a request to one statement; one for its arguments covers it", () =>
-        Effect.gen(function*() {
-          const [a] = yield* processes(url, 1)
-          const approved = request(1)
-          yield* a!.store.grant(
-            Schema.decodeUnknownSync(SessionApproval.SessionApproval.pipe(Schema.omit("seq")))({
-              id: "sa_exact",
-              sessionKey: "s1",
-              toolName: "bash",
-              scope: "exact",
-              argsDigest: ToolCall.argsDigest(approved.toolCall.args),
-              workingDirectory: approved.toolCall.workingDirectory,
-              grantedBy: "ana",
-              createdAt: 500
-            }),
-            granted(1)
-          )
-          // the read of the call's records and the session's approvals, which a folded insert skips
-          const read = "NULL, NULL, approval FROM"
-          const other = request(2)
-          const alone = yield* statementsSent(read, a!.store.createRequest(other, requested(other)))
-          expect(alone).toMatchObject({ result: { _tag: "Created" }, statements: 0 })
-          const third = request(3)
-          const again = { ...third, toolCall: { ...approved.toolCall, id: third.toolCall.id } }
-          const covered = yield* statementsSent(read, a!.store.createRequest(again, requested(again)))
-          expect(covered).toMatchObject({ result: { _tag: "Covered", grant: { id: "sa_exact" } }, statements: 1 })
-          yield* expectWholeLog(a!.store)
-        }))
-
-      it.scoped("a request id another call holds: the request dies and writes nothing", () =>
-        Effect.gen(function*() {
-          const [a] = yield* processes(url, 1)
-          const held = request(1)
-          yield* a!.store.createRequest(held, requested(held))
-          const taken = { ...request(2), requestId: held.requestId }
-          const exit = yield* Effect.exit(a!.store.createRequest(taken, requested(taken)))
-          expect(exit._tag).toBe("Failure")
-          const events = yield* expectWholeLog(a!.store)
-          expect(events.map((event) => String(event.toolCallId))).toEqual([held.toolCall.id])
         }))
     })
 )

@@ -34,17 +34,18 @@ import * as Statements from "./sqlStatements.js"
  * are written in one statement per batch, their events in another. Rows hold their entity as JSON text, read through a cache (`sqlRows.ts`).
  * Each event is hashed onto the one before it in the log (`chain.ts`), in commit order, under the
  * writers' lock: the log's last hash is read once per writing transaction, whichever process wrote it.
- * On PostgreSQL a lone new request, and a lone claim of a request this process wrote, fold their
- * read into their write: one guarded statement that writes nothing when the guard fails, and the
- * step then runs as before. When this process knows the log's head from its last commit and has no
- * other write in flight, that statement is first tried as its own transaction (`atOnce`), with no
- * writers' lock held across round trips: it takes a number only while the log's last number is the
- * one it knows and no transaction holds the lock.
+ * A lone new request, and a lone claim of a request this process wrote, fold their read into their
+ * write, guarded so that it writes nothing when the guard fails, and the step then runs as before
+ * (PostgreSQL: one statement with the event's; SQLite: the event's insert, or the row's rewrite,
+ * carries the guard). On PostgreSQL, when this process knows the log's head from its last commit
+ * and has no other write in flight, that statement is first tried as its own transaction
+ * (`atOnce`), with no writers' lock held across round trips: it takes a number only while the
+ * log's last number is the one it knows and no transaction holds the lock.
  */
 
 type Failure = SqlError | ParseResult.ParseError
 
-// The pending requests' texts a PostgreSQL driver keeps (see `pendingTexts`): the newest 2,048,
+// The pending requests' texts a driver keeps (see `pendingTexts`): the newest 2,048,
 // each at most 16 K characters (a model chooses the arguments a text holds), so at most 32 M.
 const knownPending = 2_048
 const knownTextLength = 16_384
@@ -254,15 +255,14 @@ export const make = (
         return rowsOf
       })
 
-    // PostgreSQL: the text of each pending request as this process last wrote it, so that a claim
+    // The text of each pending request as this process last wrote it, so that a claim
     // of one it wrote can be folded into the claim's write (`claimKnown`). Only a hint: the folded
     // write applies only while the row holds that very text (a write rolled back, or one made
     // elsewhere since, leaves the claim to its own statement).
     const pendingTexts = new Map<string, string>()
     const keepPendingTexts = Newest.keeper(pendingTexts, knownPending)
-    /** A request row about to be written, noted in `pendingTexts` (PostgreSQL). */
+    /** A request row about to be written, noted in `pendingTexts`. */
     const noted = (row: Statements.RequestRow): Statements.RequestRow => {
-      if (isSqlite) return row
       pendingTexts.delete(row.requestId)
       if (row.status === "pending" && row.request.length <= knownTextLength) {
         pendingTexts.set(row.requestId, row.request)
@@ -371,26 +371,46 @@ export const make = (
       })
 
     /**
-     * PostgreSQL: a new request with its one event in one statement, when its call id has no record
-     * and no active approval of its session may cover it (of its tool, and of the whole tool or of
-     * the call's arguments). `None`: nothing was written (the read decides);
-     * `Some(None)`: its request id was taken.
+     * SQLite: a new request's one event inserted when nothing stands in its way (as
+     * `insertRequestIfFree`), then its request under the event's seq.
+     */
+    const insertEventIfFree = (write: Merged.NewRequest, guard: { grantToolName: string; argsDigest: string }) =>
+      Effect.gen(function*() {
+        const event = write.events[0]!
+        const after = yield* headNow
+        const row = chainedRows([event], after)[0]!
+        const requestRow = entityRows.requestRow(write.request)
+        const rows = yield* q.insertEventIfFree({ ...row, ...Statements.requestColumns(requestRow), ...guard })
+        if (rows.length === 0) return Option.none()
+        after.hash = row.hash
+        const [seq] = yield* seqsOf(rows)
+        after.seq = seq!
+        yield* feed.onCommit(seq!)
+        const inserted = yield* q.insertRequests([{ ...noted(requestRow), requestedSeq: seq! }])
+        return Option.some(
+          inserted.length === 1 ? Option.some([writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>) : Option.none()
+        )
+      })
+
+    /**
+     * A new request with its one event written only when its call id has no record and no active
+     * approval of its session may cover it (of its tool, and of the whole tool or of the call's
+     * arguments): on PostgreSQL in one statement, on SQLite in two. `None`: nothing was written (the
+     * read decides); `Some(None)`: its request id was taken.
      */
     const insertRequestIfFree = (
       write: Merged.NewRequest
-    ): Effect.Effect<Option.Option<Option.Option<ReadonlyArray<EventRow>>>, Failure> =>
-      isSqlite || write.events.length !== 1
-        ? Effect.succeedNone
-        : Effect.map(
-          writeOneIf(q.insertRequestIfFree, write.events[0]!, write.request, {
-            grantToolName: write.request.toolCall.name.toLowerCase(),
-            argsDigest: write.argsDigest
-          }),
-          Option.map(({ events, rows }) => Number(rows[0]?.also_rows) === 1 ? Option.some(events) : Option.none())
-        )
+    ): Effect.Effect<Option.Option<Option.Option<ReadonlyArray<EventRow>>>, Failure> => {
+      if (write.events.length !== 1) return Effect.succeedNone
+      const guard = { grantToolName: write.request.toolCall.name.toLowerCase(), argsDigest: write.argsDigest }
+      return isSqlite ? insertEventIfFree(write, guard) : Effect.map(
+        writeOneIf(q.insertRequestIfFree, write.events[0]!, write.request, guard),
+        Option.map(({ events, rows }) => Number(rows[0]?.also_rows) === 1 ? Option.some(events) : Option.none())
+      )
+    }
 
     /**
-     * PostgreSQL: the transition of a claim made from the pending text this process last wrote of
+     * The transition of a claim made from the pending text this process last wrote of
      * its request, and the statement's parameters (that text, the claim's time), when the text
      * meets the claim and the transition appends one event; `None` otherwise (the claim is then
      * left to its own statement).
@@ -412,9 +432,10 @@ export const make = (
       })
 
     /**
-     * PostgreSQL: the claim of a request whose pending text this process wrote, folded into its
-     * write (`knownTransition`), in one statement while the row still holds that text and meets the
-     * claim. `None`: nothing was written (the claim runs on its own).
+     * The claim of a request whose pending text this process wrote, folded into its write
+     * (`knownTransition`) while the row still holds that text and meets the claim: on PostgreSQL one
+     * statement; on SQLite the row's rewrite, then its event. `None`: nothing was written (the
+     * claim runs on its own).
      */
     const claimKnown = (
       input: Merged.ClaimInput
@@ -422,18 +443,25 @@ export const make = (
       Option.Option<{ readonly claimed: Transition; readonly events: ReadonlyArray<EventRow> }>,
       Failure
     > =>
-      isSqlite ?
-        Effect.succeedNone :
-        Effect.flatMap(knownTransition(input), (known) =>
-          Option.isNone(known) ? Effect.succeedNone : Effect.map(
-            writeOneIf(
-              q.claimRewriting[input.claim._tag],
-              known.value.claimed.events[0]!,
-              known.value.claimed.request,
-              known.value.params
-            ),
-            Option.map(({ events }) => ({ claimed: known.value.claimed, events }))
-          ))
+      Effect.flatMap(knownTransition(input), (known) => {
+        if (Option.isNone(known)) return Effect.succeedNone
+        const { claimed, params } = known.value
+        if (!isSqlite) {
+          return Effect.map(
+            writeOneIf(q.claimRewriting[input.claim._tag], claimed.events[0]!, claimed.request, params),
+            Option.map(({ events }) => ({ claimed, events }))
+          )
+        }
+        const requestRow = entityRows.requestRow(claimed.request)
+        return Effect.flatMap(
+          q.rewriteClaimed[input.claim._tag]({ ...Statements.requestColumns(requestRow), ...params }),
+          (rows) =>
+            rows.length === 0 ? Effect.succeedNone : Effect.map(appendEvents(claimed.events), (events) => {
+              noted(requestRow)
+              return Option.some({ claimed, events })
+            })
+        )
+      })
 
     // After a step that could not be written at once (most often: another process wrote since),
     // the next few go straight to a transaction, whose commit tells the head again.

@@ -184,6 +184,21 @@ export const make = (
   /** A column of a `VALUES` list as a BIGINT (PostgreSQL types its parameters as text there). */
   const bigint = (column: string) =>
     sql.onDialectOrElse({ pg: () => sql.literal(`v.${column}::bigint`), orElse: () => sql.literal(`v.${column}`) })
+  /** The condition of each kind of claim, judged at `at`. */
+  const claimConditions: Record<
+    "Unwarned" | "BeforeDeadline" | "PastDeadline",
+    (at: Statement.Fragment) => Statement.Fragment
+  > = {
+    Unwarned: () => sql`warned_at IS NULL`,
+    BeforeDeadline: (at) => sql`expires_at > ${at}`,
+    PastDeadline: (at) => sql`expires_at <= ${at}`
+  }
+  /** A statement for each kind of claim. */
+  const perClaim = <A>(make: (condition: (at: Statement.Fragment) => Statement.Fragment) => A) => ({
+    Unwarned: make(claimConditions.Unwarned),
+    BeforeDeadline: make(claimConditions.BeforeDeadline),
+    PastDeadline: make(claimConditions.PastDeadline)
+  })
   const claimManyWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
     statementOver<{ requestId: string; at: number }>((claims) =>
       sql`UPDATE ${requests} SET status = status
@@ -275,16 +290,20 @@ export const make = (
     } FROM ${taken} RETURNING seq)${also}
       SELECT (SELECT seq FROM inserted) AS seq, 1 / (${whole}) AS whole${notified}`
   }
+  type RewriteSlots = Slots<RequestColumns & { readonly before: string; readonly claimAt: number }>
   type ClaimSlots = Slots<EventRow & RequestColumns & { readonly before: string; readonly claimAt: number }>
   /**
-   * PostgreSQL: a claimed request's row rewritten (as `claimed`), when it still holds the text
-   * `before` (as this process last wrote it) and meets the claim's `condition`.
+   * A claimed request's row rewritten, when it still holds the text `before` (as this process last
+   * wrote it) and meets the claim's `condition`; returns its id (no row: nothing was written).
    */
-  const claimedAs = (p: ClaimSlots, condition: (at: Statement.Fragment) => Statement.Fragment) =>
-    sql`claimed AS (UPDATE ${requests} SET status = ${p.rStatus}, expires_at = ${p.rExpiresAt},
+  const rewriteClaimed = (p: RewriteSlots, condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    sql`UPDATE ${requests} SET status = ${p.rStatus}, expires_at = ${p.rExpiresAt},
       warned_at = ${p.rWarnedAt}, consumed_at = ${p.rConsumedAt}, request = ${p.rRequest}
       WHERE request_id = ${p.rRequestId} AND ${pending} AND request = ${p.before} AND ${condition(clockAt(p.claimAt))}
-      RETURNING request_id)`
+      RETURNING request_id`
+  /** PostgreSQL: `rewriteClaimed` as the statement's first part (`claimed`). */
+  const claimedAs = (p: ClaimSlots, condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    sql`claimed AS (${rewriteClaimed(p, condition)})`
   const claimed = sql`EXISTS (SELECT 1 FROM claimed)`
   /**
    * PostgreSQL: a claimed request's one event and its rewritten row in one statement, in the
@@ -301,6 +320,12 @@ export const make = (
     >(
       (p) => atOnce(claimed, p, { first: claimedAs(p, condition) })
     )
+  /** A field of a session approval's JSON text, in a guard. */
+  const approvalField = (field: string) =>
+    sql.literal(isSqlite ? `json_extract(approval, '$.${field}')` : `(approval::jsonb ->> '${field}')`)
+  // NULL-safe comparisons
+  const distinct = sql.literal(isSqlite ? "IS NOT" : "IS DISTINCT FROM")
+  const same = sql.literal(isSqlite ? "IS" : "IS NOT DISTINCT FROM")
   type NewRequestSlots = Slots<
     EventRow & RequestColumns & { readonly grantToolName: string; readonly argsDigest: string }
   >
@@ -314,8 +339,7 @@ export const make = (
       AND NOT EXISTS (SELECT 1 FROM ${decisions} WHERE session_key = ${p.rSessionKey} AND tool_call_id = ${p.rToolCallId})
       AND NOT EXISTS (SELECT 1 FROM ${approvals} WHERE session_key = ${p.rSessionKey} AND tool_name = ${p.grantToolName}
         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${clockAt(p.rCreatedAt)})
-        AND ((approval::jsonb ->> 'scope') IS DISTINCT FROM 'exact'
-          OR (approval::jsonb ->> 'argsDigest') IS NOT DISTINCT FROM ${p.argsDigest}))`
+        AND (${approvalField("scope")} ${distinct} 'exact' OR ${approvalField("argsDigest")} ${same} ${p.argsDigest}))`
   /** A lone request inserted under the number `nextSeq` took. */
   const requestUnderTaken = (p: NewRequestSlots) =>
     sql`INSERT INTO ${requests}
@@ -479,6 +503,17 @@ export const make = (
       EventRow & RequestColumns & { readonly grantToolName: string; readonly argsDigest: string }
     >((p) => insertOneIf(requestFree(p), p, { also: requestUnderTaken(p) })),
 
+    /**
+     * SQLite: a lone request's event inserted only when nothing stands in its way (`requestFree`),
+     * its request then inserted under its seq (`insertRequests`); returns the seq, or no row when
+     * nothing was written.
+     */
+    insertEventIfFree: statement<
+      EventRow & RequestColumns & { readonly grantToolName: string; readonly argsDigest: string }
+    >((p) =>
+      sql`INSERT INTO ${events} (${eventColumns}) SELECT ${eventValues(p)} WHERE ${requestFree(p)} RETURNING seq`
+    ),
+
     /** `insertRequestIfFree` as its own transaction (`atOnce`). */
     insertRequestAtOnce: statement<
       EventRow & RequestColumns & {
@@ -489,18 +524,17 @@ export const make = (
     >((p) => atOnce(requestFree(p), p, { also: requestUnderTaken(p) })),
 
     /** `claimMany`'s conditions with the request's rewrite and its event folded in (`claimRewritingWhere`). */
-    claimRewriting: {
-      Unwarned: claimRewritingWhere(() => sql`warned_at IS NULL`),
-      BeforeDeadline: claimRewritingWhere((at) => sql`expires_at > ${at}`),
-      PastDeadline: claimRewritingWhere((at) => sql`expires_at <= ${at}`)
-    },
+    claimRewriting: perClaim(claimRewritingWhere),
+
+    /** SQLite: `claimMany`'s conditions with the request's rewrite folded in (`rewriteClaimed`); its event follows. */
+    rewriteClaimed: perClaim((condition) =>
+      statement<RequestColumns & { readonly before: string; readonly claimAt: number }>((p) =>
+        rewriteClaimed(p, condition)
+      )
+    ),
 
     /** `claimRewriting`, each as its own transaction (`atOnce`). */
-    claimAtOnce: {
-      Unwarned: claimAtOnceWhere(() => sql`warned_at IS NULL`),
-      BeforeDeadline: claimAtOnceWhere((at) => sql`expires_at > ${at}`),
-      PastDeadline: claimAtOnceWhere((at) => sql`expires_at <= ${at}`)
-    },
+    claimAtOnce: perClaim(claimAtOnceWhere),
 
     /**
      * Claims a pending request for a transition (the transaction's first write), returning its
@@ -523,11 +557,7 @@ export const make = (
      * Claims several pending requests at once, each at its own time: those not yet warned, or
      * within or past their deadline on the store's clock. Returns the pre-images with their ids.
      */
-    claimMany: {
-      Unwarned: claimManyWhere(() => sql`warned_at IS NULL`),
-      BeforeDeadline: claimManyWhere((at) => sql`expires_at > ${at}`),
-      PastDeadline: claimManyWhere((at) => sql`expires_at <= ${at}`)
-    },
+    claimMany: perClaim(claimManyWhere),
 
     /** `rewriteRequest` for several requests in one statement. */
     rewriteRequests: statementOver<RequestRow>(rewriteRequestsOf),
