@@ -14,7 +14,7 @@ import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
 import { ApprovalStore, AuditChain, AuditEvent, SessionApproval, ToolCall } from "@tool-gate/core"
 import { expect } from "bun:test"
 import type { Scope } from "effect"
-import { Deferred, Effect, Fiber, Option, Schema } from "effect"
+import { Deferred, Effect, Fiber, Option, Queue, Schema } from "effect"
 import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
@@ -357,6 +357,40 @@ describePostgres(
           )
           expect(lone).toMatchObject({ result: { _tag: "Resolved" }, statements: 0 })
           yield* expectWholeLog(a!.store)
+        }))
+
+      it.live("a reader of the log reads nothing for steps written at once: their NOTIFY waits for them", () =>
+        Effect.gen(function*() {
+          const [a] = yield* pgProcesses(url, 1)
+          const { store } = a!
+          const hints = yield* store.subscribe
+          let seen = 0
+          // a reader as the gate's log tailer is: woken by each hint, it reads the tail after what it saw
+          yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+            Queue.take(hints),
+            Effect.flatMap(Effect.suspend(() => store.tail(seen, 100)), (events) =>
+              Effect.sync(() => {
+                seen = events.at(-1)?.seq ?? seen
+              }))
+          )))
+          const first = request(1)
+          yield* store.createRequest(first, requested(first))
+          const steps = 30
+          const { statements } = yield* statementsSent(
+            "WHERE seq >",
+            Effect.gen(function*() {
+              for (let n = 2; n < 2 + steps; n++) {
+                const ask = request(n)
+                yield* store.createRequest(ask, requested(ask))
+                yield* approve(store, ask, "ana")
+              }
+              // every step's NOTIFY delivered, every hint taken
+              yield* Effect.sleep("200 millis")
+              expect(seen).toBe(1 + 2 * steps)
+            })
+          )
+          // each step's own hint told the store of it before its NOTIFY was let through
+          expect(statements).toBe(0)
         }))
 
       it.live("a transaction holding the writers' lock: a step written at once is undone and waits its turn", () =>

@@ -2,7 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Context, Effect, Either, Option, type ParseResult, Stream } from "effect"
+import { Context, Deferred, Effect, Either, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type {
   ApprovalEncoded,
@@ -463,6 +463,12 @@ export const make = (
         )
       })
 
+    // The step written at once that is running, if any (one at a time: it runs only when no other
+    // write of this process does). Its NOTIFY may reach the feed before its result reaches this
+    // process, which would take its own commit for another's and read the log: a signal that
+    // arrives meanwhile waits for it (`changes`), so the store has been told of the commit first.
+    let atOnceRunning: Deferred.Deferred<void> | undefined
+
     // After a step that could not be written at once (most often: another process wrote since),
     // the next few go straight to a transaction, whose commit tells the head again.
     const afterMiss = 4
@@ -517,7 +523,14 @@ export const make = (
             })
           }
         )
-        return counted(Effect.catchIf(written, isUndone, () => missed))
+        const running = Deferred.unsafeMake<void>(fiber.id())
+        atOnceRunning = running
+        return counted(Effect.catchIf(written, isUndone, () => missed)).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            atOnceRunning = undefined
+            Deferred.unsafeDone(running, Effect.void)
+          }))
+        )
       })
 
     /** PostgreSQL: a new request with its one event written at once (`atOnce`), when nothing stands in its way. */
@@ -798,7 +811,10 @@ export const make = (
 
       changes: isSqlite
         ? Stream.filterEffect(feed.changes, (seq) => seq === undefined ? changedElsewhere : Effect.succeed(true))
-        : feed.changes,
+        : Stream.mapEffect(feed.changes, (seq) => {
+          const running = atOnceRunning
+          return running === undefined ? Effect.succeed(seq) : Effect.as(Deferred.await(running), seq)
+        }),
       returnsWhatItWasGiven: false
     }
     return driver
