@@ -393,6 +393,35 @@ describePostgres(
           expect(statements).toBe(0)
         }))
 
+      it.live("a spend in flight, which appends nothing, leaves a lone answer to be written at once", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pgProcesses(url, 2)
+          const [spent, answered] = [request(1), request(2)]
+          for (const ask of [spent, answered]) yield* a!.store.createRequest(ask, requested(ask))
+          yield* approve(a!.store, spent, "ana")
+          // another connection holds the row to be spent, so the spend waits in flight
+          const held = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const holder = yield* Effect.fork(b!.sql.withTransaction(
+            Effect.zipRight(
+              b!.sql`SELECT request_id FROM toolgate_requests WHERE request_id = ${spent.requestId} FOR UPDATE`,
+              Effect.zipRight(Deferred.succeed(held, undefined), Deferred.await(release))
+            )
+          ))
+          yield* Deferred.await(held)
+          const spend = yield* Effect.fork(a!.store.consume(spent.requestId, spent.createdAt + 10))
+          yield* Effect.sleep("50 millis")
+          // (in a transaction the answer would queue behind the spend, which waits for the holder)
+          const lone = yield* statementsSent("BEGIN", approve(a!.store, answered, "ana")).pipe(
+            Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "queued behind the spend" as const }),
+            Effect.ensuring(Deferred.succeed(release, undefined))
+          )
+          expect(lone).toMatchObject({ result: { _tag: "Resolved" }, statements: 0 })
+          yield* Fiber.join(holder)
+          expect(yield* Fiber.join(spend)).toBe(true)
+          yield* expectWholeLog(a!.store)
+        }))
+
       it.live("a transaction holding the writers' lock: a step written at once is undone and waits its turn", () =>
         Effect.gen(function*() {
           const [a, b] = yield* pgProcesses(url, 2)

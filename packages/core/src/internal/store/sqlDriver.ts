@@ -204,7 +204,9 @@ export const make = (
       inTransaction: (body) => sql.withTransaction(Effect.zipRight(serialize, body))
     })
 
-    // PostgreSQL: this process's writes in flight; a lone step goes at once only when there is none
+    // PostgreSQL: this process's writes in flight that may append to the log (and so take the
+    // writers' lock and move its head); a lone step goes at once only when there is none. A lone
+    // `single` write (a spend that appends nothing) is not one: alone, it takes neither.
     let writing = 0
     const counted = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
       isSqlite ? effect : Effect.suspend(() => {
@@ -230,7 +232,9 @@ export const make = (
 
     /** A write joining `group` (on SQLite or PostgreSQL). */
     const writeJoined = <I, A>(operation: string, group: Batcher.Group<I, A, Failure>, input: I, single = false) =>
-      PersistenceError.refail(operation)(counted(batcher.join(group, input, single)))
+      PersistenceError.refail(operation)(
+        single ? batcher.join(group, input, single) : counted(batcher.join(group, input, single))
+      )
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
