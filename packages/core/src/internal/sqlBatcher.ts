@@ -45,7 +45,8 @@ export interface Batcher {
   readonly write: <A, E>(body: Effect.Effect<A, E>, single?: boolean) => Effect.Effect<A, E | SqlError>
   /**
    * A call that runs with the other calls of its group in the batch (a read or a write).
-   * `single`: alone, its body is one statement (as for `write`).
+   * `single`: alone, its body is one statement (as for `write`); merged with other `single` calls of
+   * a `single` group, too.
    */
   readonly join: <I, A, E>(group: Group<I, A, E>, input: I, single?: boolean) => Effect.Effect<A, E | SqlError>
 }
@@ -57,6 +58,11 @@ export interface Batcher {
 export interface Group<I, A, E> {
   readonly write: boolean
   readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<A>, E>
+  /**
+   * Its calls made `single` run merged as one statement too: a batch of nothing but such calls
+   * needs no `BEGIN`/`COMMIT` (nor the writers' lock a `begin` takes).
+   */
+  readonly single?: boolean | undefined
 }
 
 /** A group's body for one call. */
@@ -104,6 +110,11 @@ interface Job {
 
 /** The body of a job run alone. */
 const bodyOf = (job: Job): Effect.Effect<any, any> => job.body ?? alone(job.group!, job.input)
+
+/** Writes that run as one statement with no transaction: one `single` call, or `single` calls of a `single` group. */
+const statementAlone = (writes: ReadonlyArray<Job>): boolean =>
+  writes.every((job) => job.single) &&
+  (writes.length === 1 || (writes[0]!.group?.single === true && writes.every((job) => job.group === writes[0]!.group)))
 
 /** Sets a job's exit and hands it to its caller if it waits (a plain call: no effect per job). */
 const settle = (job: Job, exit: Exit.Exit<any, any>): void => {
@@ -171,8 +182,11 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<boolean> =>
       Effect.gen(function*() {
         const run = onConnection(conn)
-        if (writes.length === 1 && writes[0]!.single) {
-          writes[0]!.exit = yield* run(bodyOf(writes[0]!))
+        if (statementAlone(writes)) {
+          // one statement is all-or-nothing: when a merged one fails, each call runs alone
+          if (!(yield* runMerged(conn, writes, true)) && writes.length > 1) {
+            for (const job of writes) job.exit = yield* run(bodyOf(job))
+          }
           return true
         }
         const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
@@ -248,7 +262,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           if (attempt === 2) return
           // Once more, on a fresh connection (the server may have ended the kept one), when nothing
           // ran, or when a lone statement failed: run again, it changes nothing it already changed.
-          const lone = jobs.length === 1 && jobs[0]!.write && jobs[0]!.single
+          const lone = jobs.every((job) => job.write) && statementAlone(jobs)
           if (begun && !(failed && lone)) return
           for (const job of jobs) job.exit = undefined
         }

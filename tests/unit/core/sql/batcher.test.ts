@@ -20,7 +20,16 @@ const setUp = Effect.gen(function*() {
   const dir = yield* tempDir
   const sql = Context.get(yield* Layer.build(sqliteClient(join(dir, "batcher.db"))), SqlClient.SqlClient)
   yield* sql`CREATE TABLE keys (k TEXT PRIMARY KEY)`
-  const batcher = yield* Batcher.make({ reserve: sql.reserve, begin: ["BEGIN IMMEDIATE"] })
+  // every statement the batcher's connections run, in order
+  const texts: Array<string> = []
+  const noted = (conn: Connection): Connection => ({
+    ...conn,
+    execute: (text, params, transform) =>
+      Effect.zipRight(Effect.sync(() => texts.push(text)), conn.execute(text, params, transform)),
+    executeUnprepared: (text, params, transform) =>
+      Effect.zipRight(Effect.sync(() => texts.push(text)), conn.executeUnprepared(text, params, transform))
+  })
+  const batcher = yield* Batcher.make({ reserve: Effect.map(sql.reserve, noted), begin: ["BEGIN IMMEDIATE"] })
   const runs: Array<number> = []
   /** The batch's connection, as the batcher gives it to bodies. */
   const on = <A>(body: (conn: Connection) => Effect.Effect<A, unknown>) =>
@@ -60,7 +69,9 @@ const setUp = Effect.gen(function*() {
         )
       )
   }
-  return { sql, batcher, runs, insert, stored }
+  /** `insert`, whose calls made `single` merge into its one statement with no transaction. */
+  const insertSingle: Batcher.Group<string, number, unknown> = { ...insert, single: true }
+  return { sql, batcher, runs, texts, insert, insertSingle, stored }
 })
 
 /** `CALLERS` fibers in flight at once, each yielding first as callers between their calls do. */
@@ -102,6 +113,33 @@ describe("SQL group commit: merged calls", () => {
       )
       // the failed merged run left nothing behind (rolled back), so the keys of its calls came in one by one
       expect(runs.filter((n) => n === 1).length).toBeGreaterThan(1)
+    }))
+
+  it.scoped("single calls of a single group in flight together run merged as one statement, with no transaction", () =>
+    Effect.gen(function*() {
+      const { batcher, insertSingle, runs, sql, texts } = yield* setUp
+      const results = yield* inFlight((i) => batcher.join(insertSingle, `k${i}`, true))
+      const rows = yield* sql<{ k: string; id: number }>`SELECT k, rowid AS id FROM keys`
+      const idOf = new Map(rows.map((row) => [row.k, Number(row.id)]))
+      results.forEach((result, i) => expect(result).toEqual({ ok: idOf.get(`k${i}`)! }))
+      expect(Math.max(...runs)).toBeGreaterThan(1)
+      expect(texts.filter((text) => text.startsWith("BEGIN"))).toEqual([])
+      // the same calls not made single take transactions
+      yield* inFlight((i) => batcher.join(insertSingle, `again${i}`))
+      expect(texts.filter((text) => text.startsWith("BEGIN")).length).toBeGreaterThan(0)
+    }))
+
+  it.scoped("a merged single statement that fails runs call by call, with no transaction: only the bad call fails", () =>
+    Effect.gen(function*() {
+      const { batcher, insertSingle, runs, sql, texts } = yield* setUp
+      yield* sql`INSERT INTO keys (k) VALUES ('taken')`
+      const results = yield* inFlight((i) => batcher.join(insertSingle, i === 40 ? "taken" : `k${i}`, true))
+      expect(results.filter((result) => "error" in result)).toHaveLength(1)
+      expect("error" in results[40]!).toBe(true)
+      const keys = (yield* sql<{ k: string }>`SELECT k FROM keys`).map((row) => row.k)
+      expect(keys).toHaveLength(CALLERS)
+      expect(runs.filter((n) => n === 1).length).toBeGreaterThan(1)
+      expect(texts.filter((text) => text.startsWith("BEGIN") || text === "ROLLBACK")).toEqual([])
     }))
 
   it.scoped("reads queued behind writes merge too, each caller getting the answer for its own key", () =>

@@ -199,6 +199,8 @@ export const make = (options: {
     Failure
   > = {
     write: true,
+    // spends made `single` append no events: merged, they are `consumeMany` alone
+    single: true,
     run: (inputs) =>
       Effect.gen(function*() {
         if (inputs.length === 1) {
