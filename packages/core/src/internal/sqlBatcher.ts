@@ -253,18 +253,21 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     /** Runs a batch on the kept connection (see `keep`); sets every job's exit. */
     const runKept = (kept: KeptConnection.KeptConnection, jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
       Effect.gen(function*() {
+        let running = jobs
         for (let attempt = 1;; attempt++) {
           const conn = yield* Effect.exit(kept.get)
-          if (Exit.isFailure(conn)) return failAll(jobs, conn)
-          const begun = yield* runOn(conn.value, jobs)
-          const failed = jobs.some((job) => Exit.isFailure(job.exit!))
+          if (Exit.isFailure(conn)) return failAll(running, conn)
+          const begun = yield* runOn(conn.value, running)
+          const failed = running.some((job) => Exit.isFailure(job.exit!))
           if (failed) yield* kept.drop
           if (attempt === 2) return
-          // Once more, on a fresh connection (the server may have ended the kept one), when nothing
-          // ran, or when a lone statement failed: run again, it changes nothing it already changed.
-          const lone = jobs.every((job) => job.write) && statementAlone(jobs)
-          if (begun && !(failed && lone)) return
-          for (const job of jobs) job.exit = undefined
+          // Once more, on a fresh connection (the server may have ended the kept one): all of them
+          // when nothing ran; when statements that ran alone failed, those (a failed statement
+          // changed nothing; one that took effect before its answer was lost changes nothing more).
+          const alone = running.every((job) => job.write) && statementAlone(running)
+          if (begun && !(failed && alone)) return
+          if (begun) running = running.filter((job) => Exit.isFailure(job.exit!))
+          for (const job of running) job.exit = undefined
         }
       })
 

@@ -15,7 +15,7 @@ import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
-import { approval, decision, grant, granted, open, request, requested, resolved } from "./fixtures.js"
+import { approval, decision, grant, granted, open, request, requested, resolved, statementsSent } from "./fixtures.js"
 
 /** The error the effect fails with (its success fails the test). */
 const failure = Effect.flip
@@ -162,6 +162,30 @@ const pgSuite = (url: string) =>
         expect(yield* store.consume(r.requestId, r.createdAt + 11)).toBe(false)
         const spent = Option.getOrThrow(yield* store.getRequest(r.requestId))
         expect(spent.status === "approved" && spent.consumedAt).toBe(r.createdAt + 10)
+      }))
+
+    it.live("spends merged into one statement on a kept connection the server ended: each spent once", () =>
+      Effect.gen(function*() {
+        const { endKept, store } = yield* keptStore
+        const asks = Array.from({ length: 8 }, (_, n) => request(n + 1))
+        for (const ask of asks) {
+          yield* store.createRequest(ask, requested(ask))
+          yield* store.resolve(ask.requestId, approval(ask, "ana"), resolved(ask, "ana"))
+        }
+        yield* store.getRequest(asks[0]!.requestId)
+        yield* endKept
+
+        // in flight together, the spends merge into one statement (counted: it names `v.column2`)
+        const { result, statements } = yield* statementsSent(
+          "v.column2",
+          Effect.forEach(asks, (ask) => store.consume(ask.requestId, ask.createdAt + 10), { concurrency: "unbounded" })
+        )
+        expect(statements).toBeGreaterThanOrEqual(1)
+        expect(result).toEqual(asks.map(() => true))
+        for (const ask of asks) {
+          const spent = Option.getOrThrow(yield* store.getRequest(ask.requestId))
+          expect(spent.status === "approved" && spent.consumedAt).toBe(ask.createdAt + 10)
+        }
       }))
   })
 
