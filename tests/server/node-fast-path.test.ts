@@ -12,7 +12,7 @@ import { type ApprovalStore, ToolGate } from "@tool-gate/core"
 import { Auth, Http, Server } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
-import { Context, Effect, Exit, Layer, Option, Scope, Tracer } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Scope, Tracer } from "effect"
 import { createServer, request as httpRequest } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
@@ -27,6 +27,25 @@ const post = (url: string, body: string) =>
   )
 
 describe("the Node fast path", () => {
+  it.live("a request that arrives before any handler is in place waits for one, then is answered", () =>
+    Effect.gen(function*() {
+      const server = createServer()
+      NodeFastPath.attach(server)
+      yield* Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve)))
+      yield* Effect.addFinalizer(() => Effect.promise(() => new Promise((resolve) => server.close(resolve))))
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      // listening, with no handler yet (as the platform's server between its listen and its serve)
+      const answer = post(`${url}/early`, "{\"c\":3}").pipe(Effect.fork)
+      const early = yield* answer
+      yield* Effect.sleep("100 millis")
+      server.on("request", (request, response) => {
+        let body = ""
+        request.on("data", (chunk) => (body += chunk))
+        request.on("end", () => response.end(`platform ${request.url} ${body}`))
+      })
+      expect(yield* Fiber.join(early)).toBe("platform /early {\"c\":3}")
+    }))
+
   it.live("takes what its listener takes, leaves the rest to the platform as it came, and leaves once closed", () =>
     Effect.gen(function*() {
       const server = createServer()

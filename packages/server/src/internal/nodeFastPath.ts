@@ -19,16 +19,39 @@ export class NodeFastPath extends Context.Tag("@tool-gate/server/internal/NodeFa
   readonly installed: () => boolean
 }>() {}
 
-/** The fast path of `server`: its `request` events go to the installed listener first. */
+// Requests held while no handler is in place, at most (past that, answered 503).
+const maxEarly = 1_024
+
+/**
+ * The fast path of `server`: its `request` events go to the installed listener first. The
+ * platform's server listens (its layer is built) before the app's handler is in place: a request
+ * arriving in between would be dropped unanswered, its client waiting forever (an event stream
+ * reconnecting to a restarting server). Such requests wait here until a handler is in place.
+ */
 export const attach = (server: Server): NodeFastPath["Type"] => {
   let current: Listener | undefined
+  const early: Array<readonly [IncomingMessage, ServerResponse]> = []
   const emit = server.emit
   server.emit = function(this: Server, event: string | symbol, ...args: Array<unknown>): boolean {
-    if (event === "request" && current !== undefined) {
-      if (current(args[0] as IncomingMessage, args[1] as ServerResponse)) return true
+    if (event === "request") {
+      const [request, response] = args as [IncomingMessage, ServerResponse]
+      if (current !== undefined && current(request, response)) return true
+      if (server.listenerCount("request") === 0) {
+        if (early.length < maxEarly) early.push([request, response])
+        else response.writeHead(503, { "retry-after": "1" }).end()
+        return true
+      }
     }
     return emit.apply(this, [event, ...args] as Parameters<Server["emit"]>)
   } as Server["emit"]
+  server.on("newListener", (event) => {
+    // after the listener is added (`newListener` comes before)
+    if (event === "request" && early.length > 0) {
+      setImmediate(() => {
+        for (const [request, response] of early.splice(0)) server.emit("request", request, response)
+      })
+    }
+  })
   return NodeFastPath.of({
     install: (listener) =>
       Effect.acquireRelease(
