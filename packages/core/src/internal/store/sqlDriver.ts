@@ -371,7 +371,7 @@ export const make = (
         after.seq = seq!
         if (notifyChannel === undefined) yield* feed.onCommit(seq!)
         noted(requestRow)
-        return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow> })
+        return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>, requestRow })
       })
 
     /**
@@ -379,22 +379,12 @@ export const make = (
      * `insertRequestIfFree`), then its request under the event's seq.
      */
     const insertEventIfFree = (write: Merged.NewRequest, guard: { grantToolName: string; argsDigest: string }) =>
-      Effect.gen(function*() {
-        const event = write.events[0]!
-        const after = yield* headNow
-        const row = chainedRows([event], after)[0]!
-        const requestRow = entityRows.requestRow(write.request)
-        const rows = yield* q.insertEventIfFree({ ...row, ...Statements.requestColumns(requestRow), ...guard })
-        if (rows.length === 0) return Option.none()
-        after.hash = row.hash
-        const [seq] = yield* seqsOf(rows)
-        after.seq = seq!
-        yield* feed.onCommit(seq!)
-        const inserted = yield* q.insertRequests([{ ...noted(requestRow), requestedSeq: seq! }])
-        return Option.some(
-          inserted.length === 1 ? Option.some([writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>) : Option.none()
-        )
-      })
+      Effect.flatMap(writeOneIf(q.insertEventIfFree, write.events[0]!, write.request, guard), (written) =>
+        Option.isNone(written) ? Effect.succeedNone : Effect.map(
+          q.insertRequests([{ ...written.value.requestRow, requestedSeq: written.value.events[0]!.seq }]),
+          (inserted) =>
+            Option.some(inserted.length === 1 ? Option.some(written.value.events) : Option.none())
+        ))
 
     /**
      * A new request with its one event written only when its call id has no record and no active
@@ -405,11 +395,15 @@ export const make = (
     const insertRequestIfFree = (
       write: Merged.NewRequest
     ): Effect.Effect<Option.Option<Option.Option<ReadonlyArray<EventRow>>>, Failure> => {
-      if (write.events.length !== 1) return Effect.succeedNone
+      if (write.events.length !== 1) {
+        return Effect.succeedNone
+      }
       const guard = { grantToolName: write.request.toolCall.name.toLowerCase(), argsDigest: write.argsDigest }
       return isSqlite ? insertEventIfFree(write, guard) : Effect.map(
         writeOneIf(q.insertRequestIfFree, write.events[0]!, write.request, guard),
-        Option.map(({ events, rows }) => Number(rows[0]?.also_rows) === 1 ? Option.some(events) : Option.none())
+        Option.map(({ events, rows }) =>
+          Number(rows[0]?.also_rows) === 1 ? Option.some(events) : Option.none()
+        )
       )
     }
 
