@@ -2,9 +2,9 @@
  * Load: the approval server answering, listing and streaming at once, on loopback.
  *
  * A real server (`Server.layer`: Node's HTTP server through @effect/platform-node) runs in a
- * process of its own over a SQLite file (WAL) in a temp dir, then over PostgreSQL when
- * TOOLGATE_PG_URL is set (a fresh schema), and pre-creates N pending requests through `ToolGate`,
- * spread over SESSIONS sessions. This process opens K SSE clients on `/audit/stream` (half replay
+ * process of its own (bench/loadServer.ts; on Bun, or bundled for Node with LOAD_SERVER_RUNTIME=node)
+ * over a SQLite file (WAL) in a temp dir, then over PostgreSQL when TOOLGATE_PG_URL is set (a fresh
+ * schema), and pre-creates N pending requests through `ToolGate`, spread over 50 sessions. This process opens K SSE clients on `/audit/stream` (half replay
  * the log from the start, so replay meets live events under load; half start after the last
  * event before the load; half of each drop their connection every 100 events and resume with
  * `Last-Event-ID`) and runs two autocannon instances at once: one answers every request by
@@ -20,49 +20,24 @@
  * Bounded: N answers plus N/10 conflicts, reads stop with the answers, 10 s per request; the
  * server must be ready, and then the run done, within LOAD_DEADLINE_S each.
  *
- *   bun bench/load.ts                 LOAD_REQUESTS=2000 LOAD_SSE_CLIENTS=8 LOAD_DEADLINE_S=120 by default
+ *   bun bench/load.ts                 LOAD_REQUESTS=2000 LOAD_SSE_CLIENTS=8 LOAD_DEADLINE_S=120 by default;
+ *                                     LOAD_SERVER_RUNTIME=node: the server on Node, as `toolgate serve` runs
  */
-import { HttpServer } from "@effect/platform"
-import { type ApprovalRequest, ApprovalStore, type AuditEvent, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import { type ApprovalRequest, ApprovalStore, type AuditEvent } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
-import { type Auth, Server } from "@tool-gate/server"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import autocannon from "autocannon"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Effect, type Layer, Redacted } from "effect"
+import { cpSync } from "node:fs"
+import { join } from "node:path"
 import { pgSchema } from "../tests/support/sqlStores.js"
+import { type Ready, requests, sessionKey, sessions, token } from "./loadServer.js"
 import { runMain } from "./main.js"
 
-const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2000)
 const SSE_CLIENTS = Number(process.env.LOAD_SSE_CLIENTS ?? 8)
-const SESSIONS = 50
 const DEADLINE_S = Number(process.env.LOAD_DEADLINE_S ?? 120)
-
-export const policy = Policy.unsafeMake({ requireApproval: ["bash"] })
-
-export const token = "load-approver-token-0123456789"
-export const tokens: ReadonlyArray<Auth.TokenConfig> = [{ token, name: "load", role: "approver" }]
-
-const sessionKey = (i: number, sessions: number) => `load-${i % sessions}`
-
-/** Pre-creates `count` pending requests over `sessions` sessions; their ids, in order. */
-export const createPending = (gate: ToolGate.Service, count: number, sessions: number) =>
-  Effect.forEach(
-    Array.from({ length: count }, (_, i) => i),
-    (i) =>
-      Effect.flatMap(
-        gate.authorize({
-          id: `load-${i}`,
-          name: "bash",
-          sessionKey: sessionKey(i, sessions),
-          args: { command: `make ${i}` }
-        }),
-        (result) =>
-          PauseSignal.isPauseSignal(result)
-            ? Effect.succeed(result.requestId)
-            : Effect.die(`expected a pause for load-${i}`)
-      ),
-    { concurrency: 8 }
-  )
+/** the server's runtime: `bun` (its sources) or `node` (bundled for Node, better-sqlite3 on SQLite) */
+export const serverRuntime = process.env.LOAD_SERVER_RUNTIME ?? "bun"
 
 export interface Options {
   readonly url: string
@@ -395,62 +370,63 @@ export const runLoad = (options: Options) =>
     })
   )
 
-/** What the server process prints once it listens and its pending requests exist. */
-export interface Ready {
-  readonly url: string
-  readonly requestIds: ReadonlyArray<ApprovalRequest.RequestId>
-  readonly afterSeq: number
-}
-
-/**
- * The server process: `bun bench/load.ts serve sqlite FILE [N]` or `serve pg URL [N]`, with N
- * pending requests (LOAD_REQUESTS by default); prints a `Ready` line.
- */
-const serve = (kind: string, target: string, pending: number) =>
-  Effect.gen(function*() {
-    const gateLayer = kind === "pg"
-      ? ToolGatePg.layer({ url: Redacted.make(target), policy })
-      : ToolGateSqlite.layer({ filename: target, policy })
-    const context = yield* Layer.build(Server.layer({ port: 0, tokens }).pipe(Layer.provideMerge(gateLayer)))
-    const address = Context.get(context, HttpServer.HttpServer).address
-    if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
-    const requestIds = yield* createPending(Context.get(context, ToolGate.ToolGate), pending, SESSIONS)
-    const afterSeq = yield* Context.get(context, ApprovalStore.ApprovalStore).lastSeq
-    const ready: Ready = { url: `http://127.0.0.1:${address.port}`, requestIds, afterSeq }
-    console.log(JSON.stringify(ready))
-    return yield* Effect.never
-  }).pipe(Effect.scoped)
-
 /** A server process started by `startServer`: ready, with its pid (for /proc) and a way to stop it. */
 export interface ServerProcess extends Ready {
   readonly pid: number
   readonly stop: () => Promise<void>
 }
 
-/** Starts a server process with `pending` pending requests and waits (at most LOAD_DEADLINE_S) for it to be ready. */
+/** Where the Node build of bench/loadServer.ts goes: under node_modules, so its externals resolve. */
+const nodeBundleDir = join(import.meta.dir, "..", "node_modules", ".cache", "tool-gate-bench")
+
+/** What the Node build leaves to Node, as the CLI's bundle does: the native driver, Bun's. */
+const nodeExternals = ["better-sqlite3", "@effect/sql-sqlite-bun", "bun:*"]
+
+/**
+ * bench/loadServer.ts built for Node from this checkout's sources, as packages/cli/scripts/bundle.mjs
+ * builds `toolgate`, with the web console's files beside it (once per process).
+ */
+const nodeBundle = (() => {
+  let built: Promise<string> | undefined
+  return () =>
+    built ??= Bun.build({
+      entrypoints: [join(import.meta.dir, "loadServer.ts")],
+      target: "node",
+      conditions: ["@tool-gate/source"],
+      external: nodeExternals,
+      outdir: nodeBundleDir,
+      naming: "loadServer.mjs"
+    }).then((result) => {
+      if (!result.success) throw new AggregateError(result.logs, "bundling bench/loadServer.ts for Node failed")
+      // the server reads them next to its module
+      cpSync(join(import.meta.dir, "..", "packages", "server", "src", "console"), join(nodeBundleDir, "console"), {
+        recursive: true,
+        filter: (source) => !source.endsWith(".d.ts")
+      })
+      return join(nodeBundleDir, "loadServer.mjs")
+    })
+})()
+
+/**
+ * Starts a server process with `pending` pending requests and waits (at most LOAD_DEADLINE_S) for
+ * it to be ready: on Bun, or on Node with LOAD_SERVER_RUNTIME=node.
+ */
 export const startServer = async (
   kind: "sqlite" | "pg",
   target: string,
-  pending = REQUESTS
+  pending = requests,
+  runtime = serverRuntime
 ): Promise<ServerProcess> => {
-  const child = Bun.spawn(
-    [
-      process.execPath,
-      "--conditions=@tool-gate/source",
-      // e.g. LOAD_SERVER_FLAGS="--cpu-prof-md --cpu-prof-dir=/tmp/prof" to profile the server
-      ...(process.env.LOAD_SERVER_FLAGS ?? "").split(" ").filter((flag) => flag !== ""),
-      import.meta.path,
-      "serve",
-      kind,
-      target,
-      String(pending)
-    ],
-    {
-      stdout: "pipe",
-      stderr: "inherit",
-      env: process.env
-    }
-  )
+  // e.g. LOAD_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server
+  const flags = (process.env.LOAD_SERVER_FLAGS ?? "").split(" ").filter((flag) => flag !== "")
+  const command = runtime === "node"
+    ? ["node", ...flags, await nodeBundle()]
+    : [process.execPath, "--conditions=@tool-gate/source", ...flags, join(import.meta.dir, "loadServer.ts")]
+  const child = Bun.spawn([...command, kind, target, String(pending)], {
+    stdout: "pipe",
+    stderr: "inherit",
+    env: process.env
+  })
   const stop = async () => {
     child.kill()
     await child.exited
@@ -487,7 +463,7 @@ const runAgainst = async <E>(
   const server = await startServer(kind, target)
   try {
     return await Effect.runPromise(
-      runLoad({ ...server, token, sessions: SESSIONS, sseClients: SSE_CLIENTS }).pipe(Effect.provide(storeLayer))
+      runLoad({ ...server, token, sessions, sseClients: SSE_CLIENTS }).pipe(Effect.provide(storeLayer))
     )
   } finally {
     await server.stop()
@@ -495,22 +471,16 @@ const runAgainst = async <E>(
 }
 
 if (import.meta.main) {
-  if (process.argv[2] === "serve") {
-    // a normal exit on kill, so a profiler the server runs under writes its profile
-    process.on("SIGTERM", () => process.exit(0))
-    await Effect.runPromise(serve(process.argv[3]!, process.argv[4]!, Number(process.argv[5] ?? REQUESTS)))
-  } else {
-    await runMain("Load", {
-      sqlite: (filename) => runAgainst("sqlite", filename, ToolGateSqlite.layerStore({ filename })),
-      postgres: (pg) =>
-        Effect.runPromise(
-          Effect.scoped(
-            Effect.flatMap(
-              pgSchema(pg),
-              (url) => Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
-            )
+  await runMain("Load", {
+    sqlite: (filename) => runAgainst("sqlite", filename, ToolGateSqlite.layerStore({ filename })),
+    postgres: (pg) =>
+      Effect.runPromise(
+        Effect.scoped(
+          Effect.flatMap(
+            pgSchema(pg),
+            (url) => Effect.promise(() => runAgainst("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
           )
         )
-    })
-  }
+      )
+  })
 }

@@ -18,7 +18,8 @@
  *                          (or sqlite) for one store; W7_MEMORY=0 without the memory run; W7_WARMUP=N
  *                          answers under the same load before the measured ones (JIT settled);
  *                          LOAD_READ_CONNECTIONS=0 without the pending reads;
- *                          the load itself as bench/load.ts (LOAD_REQUESTS=2000 ...)
+ *                          the load itself as bench/load.ts (LOAD_REQUESTS=2000 ...; LOAD_SERVER_RUNTIME=node:
+ *                          the server on Node, as `toolgate serve` runs; its JSON lines say `server`)
  */
 import { ApprovalStore } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
@@ -29,7 +30,8 @@ import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pgSchema } from "../tests/support/sqlStores.js"
-import { runLoad, startServer, token } from "./load.js"
+import { runLoad, serverRuntime, startServer } from "./load.js"
+import { token } from "./loadServer.js"
 
 const PENDING = Number(process.env.W7_PENDING ?? 10_000)
 const SSE_CLIENTS = Number(process.env.W7_SSE_CLIENTS ?? 1000)
@@ -274,10 +276,10 @@ if (import.meta.main && stores.includes("sqlite")) {
   try {
     const filename = join(dir, "load.db")
     const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }))
-    console.log(JSON.stringify({ workload: "W7 SQLite", ...figures }))
+    console.log(JSON.stringify({ workload: "W7 SQLite", server: serverRuntime, ...figures }))
     if (process.env.W7_MEMORY !== "0") {
       const memory = await memoryAtScale(join(dir, "scale.db"))
-      console.log(JSON.stringify({ workload: "W7 SQLite memory", ...memory }))
+      console.log(JSON.stringify({ workload: "W7 SQLite memory", server: serverRuntime, ...memory }))
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -294,7 +296,7 @@ if (import.meta.main && stores.includes("pg")) {
         )
       )
     )
-    console.log(JSON.stringify({ workload: "W7 PostgreSQL", ...figures }))
+    console.log(JSON.stringify({ workload: "W7 PostgreSQL", server: serverRuntime, ...figures }))
   } else {
     console.log(JSON.stringify({ workload: "W7 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
   }

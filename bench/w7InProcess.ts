@@ -16,7 +16,7 @@ import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { createPending, policy, token, tokens } from "./load.js"
+import { createPending, policy, token, tokens } from "./loadServer.js"
 
 const ANSWERS = Number(process.env.W7P_ANSWERS ?? 3000)
 const CONCURRENCY = 16

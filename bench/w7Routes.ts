@@ -11,7 +11,8 @@ import autocannon from "autocannon"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { startServer, token } from "./load.js"
+import { startServer } from "./load.js"
+import { token } from "./loadServer.js"
 
 const ANSWERS = Number(process.env.W7R_ANSWERS ?? 3000)
 const READS = Number(process.env.W7R_READS ?? 3000)
