@@ -13,9 +13,11 @@ import * as KeptConnection from "./keptConnection.js"
  * With a synchronous driver (bun:sqlite, better-sqlite3) a call never waits for I/O, so calls
  * would never overlap and nothing would batch. So a write that finds the store idle but comes
  * from another fiber than the write before it, or right after a batch of several callers' writes
- * (signs of many callers in flight), first yields once: the other runnable fibers reach their own
- * calls, which queue behind it and commit with it. (Without the second sign, the caller that led
- * a batch, being the last writer, would commit its next call alone on every round.)
+ * (signs of many callers in flight), first yields: the other runnable fibers reach their own
+ * calls, which queue behind it and commit with it. It yields on while its yields bring more calls
+ * (up to a full batch): callers started one after another, as a stream's `mapEffect` starts them,
+ * queue behind it too. (Without the second sign, the caller that led a batch, being the last
+ * writer, would commit its next call alone on every round.)
  *
  * What callers see is what one transaction per call gives them:
  * - each write body runs whole, after the bodies queued before it, so its conditional updates
@@ -328,7 +330,23 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         Effect.zipRight(Effect.suspend(() => job.exit!))
       )
 
-    /** The leader after its yield: runs the first batch (its own job first) on its own fiber. */
+    /**
+     * The leader's yields, until two in a row bring no call or the batch is full. (A fiber another
+     * one forks takes a yield of its own before it runs: one idle yield does not show that nobody
+     * is starting callers.) A lone caller waits two yields.
+     */
+    const gatherFrom = (idle: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const queued = pending.length
+        return Effect.flatMap(Effect.yieldNow(), () => {
+          if (pending.length >= maxBatch) return Effect.void
+          if (pending.length > queued) return gatherFrom(0)
+          return idle === 0 ? gatherFrom(1) : Effect.void
+        })
+      })
+    const gather = gatherFrom(0)
+
+    /** The leader after its yields: runs the first batch (its own job first) on its own fiber. */
     const runQueued = Effect.uninterruptible(Effect.gen(function*() {
       const batch = yield* nextBatch
       yield* runBatch(batch)
@@ -363,10 +381,10 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           if (!alternating) return runAlone(job)
           // Writes from alternating fibers, or the first after a batch of several writers: many
           // callers are likely in flight. This one lets the other runnable fibers go first, so the
-          // calls they make queue behind it and commit with it. (A lone caller never waits for
-          // company.)
+          // calls they make queue behind it and commit with it. (A lone caller waits two yields,
+          // never for company.)
           pending.push(job)
-          return Effect.uninterruptible(Effect.zipRight(Effect.yieldNow(), runQueued))
+          return Effect.uninterruptible(Effect.zipRight(gather, runQueued))
         }
         pending.push(job)
         // Resumed by the batch's runner with the job's exit (the caller's fiber may have yielded

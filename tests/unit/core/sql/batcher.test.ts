@@ -175,6 +175,28 @@ describe("SQL group commit: merged calls", () => {
       expect(runs.slice(1).filter((n) => n === 1)).toEqual([])
     }))
 
+  it.scoped("callers started one after another in one turn (as a stream's mapEffect starts them) commit together", () =>
+    Effect.gen(function*() {
+      const { batcher, insert, runs, texts } = yield* setUp
+      // the first write of a fresh store runs at once, alone; the callers below come after it
+      yield* batcher.join(insert, "first")
+      runs.length = 0
+      texts.length = 0
+      // one fiber starts the callers, yielding after each start: a caller that only yields once
+      // finds the next ones not started yet
+      const callers: Array<Fiber.RuntimeFiber<number, unknown>> = []
+      for (let i = 0; i < CALLERS; i++) {
+        callers.push(yield* Effect.fork(batcher.join(insert, `k${i}`)))
+        yield* Effect.yieldNow()
+      }
+      const ids = yield* Fiber.joinAll(callers)
+      expect(new Set(ids).size).toBe(CALLERS)
+      expect(runs.reduce((a, b) => a + b, 0)).toBe(CALLERS)
+      // they waited for the end of the turn they were started in, so a few transactions took them all
+      // (fails when each waits one yield only: about one transaction per caller)
+      expect(texts.filter((text) => text === "COMMIT").length).toBeLessThanOrEqual(2)
+    }))
+
   it.scoped("a call interrupted while it waits in the queue never runs; the calls queued beside it do", () =>
     Effect.gen(function*() {
       const { batcher, insert, sql } = yield* setUp
