@@ -1,7 +1,8 @@
 /**
- * `gate` waits on its call (session and tool-call id), registered before each `authorize` after its
- * first pause, and a wake only tells it to authorize again: between an answer's commit and the run it reads the
- * call's record once and spends the approval, and reads no request. What the call comes to is
+ * `gate` waits on its call (session and tool-call id), registered before the `authorize` that
+ * pauses it (the policy asks a human for it) and before each later one, so it reads nothing
+ * before it waits, and a wake only tells it to authorize again: between an answer's commit and the
+ * run it reads the call's record once and spends the approval, and reads no request. What the call comes to is
  * always what the store holds: an event that looks like an answer (another session's call with the
  * same id, or an event written into the log by hand) never runs a call that is still pending, and
  * the store refuses to append one.
@@ -32,6 +33,14 @@ const counted = (store: ApprovalStore.ApprovalStore["Type"]) => {
   }
   return { calls, store: counting }
 }
+
+/** `n` turns of the event loop, each after the scheduler's own. */
+const turns = (n: number) =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < n; turn++) {
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+    }
+  })
 
 /** Turns of the scheduler (and of the event loop, where a SQL store's work runs) until `done()`. */
 const until = (done: () => boolean) =>
@@ -64,13 +73,15 @@ for (const [name, storeLayer] of stores) {
         let runs = 0
         const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
         const [pending] = yield* waitForPending(gate, 1)
-        // the pause (the request created: its insert finds any record the call has), then the
-        // wait: the record read once the wake-up is registered (an answer in between still wakes it)
-        yield* until(() => calls.findRecorded === 1)
+        // the wake-up registered, then the pause (the request created: its insert finds any record
+        // the call has), then the wait: no read before it (an answer after the pause still wakes it)
+        yield* turns(20)
+        expect(calls.findRecorded).toBe(0)
+        expect(fiber.unsafePoll()).toBeNull()
         yield* responder.respond(pending!.requestId, { decision: "approve_once", respondedBy: "ana" })
         yield* Fiber.join(fiber)
         expect(runs).toBe(1)
-        expect(calls).toEqual({ getRequest: 0, findRecorded: 2, findByToolCall: 0, consume: 1 })
+        expect(calls).toEqual({ getRequest: 0, findRecorded: 1, findByToolCall: 0, consume: 1 })
       }).pipe(Effect.provide(storeLayer())))
 
     it.scoped("an answer to the same call id in another session wakes nothing and runs nothing", () =>
@@ -80,9 +91,10 @@ for (const [name, storeLayer] of stores) {
         const mine = yield* Effect.fork(gate.gate(bash("c1", "s1"), () => Effect.sync(() => ran.push("s1"))))
         const theirs = yield* Effect.fork(gate.gate(bash("c1", "s2"), () => Effect.sync(() => ran.push("s2"))))
         const pending = yield* waitForPending(gate, 2)
-        // both waiting: each paused (no read), then read its record to wait
-        yield* until(() => calls.findRecorded === 2)
+        // both waiting: each registered, then paused, with no read
+        yield* turns(20)
         const reads = calls.findRecorded
+        expect(reads).toBe(0)
         const other = pending.find((request) => request.toolCall.sessionKey === "s2")!
         yield* responder.respond(other.requestId, { decision: "approve_once" })
         yield* Fiber.join(theirs)
@@ -104,7 +116,6 @@ for (const [name, storeLayer] of stores) {
         let runs = 0
         const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
         const [pending] = yield* waitForPending(gate, 1)
-        yield* until(() => calls.findRecorded === 1)
         const last = yield* store.lastSeq
         // an `approval.resolved` that no answer committed
         const forged = yield* Effect.either(store.append([
@@ -154,8 +165,9 @@ describe("gate wakes (SQLite, the log written by hand)", () => {
       let runs = 0
       const fiber = yield* Effect.fork(gate.gate(bash("c1"), () => Effect.sync(() => runs++)))
       const [pending] = yield* waitForPending(gate, 1)
-      yield* until(() => calls.findRecorded === 1)
+      yield* turns(20)
       const before = calls.findRecorded
+      expect(before).toBe(0)
       // what someone who can write the database file could add: the request's event made an answer
       yield* sql`INSERT INTO toolgate_events
         (at, type, outcome, session_key, tool_call_id, tool_name, request_id, event, prev_hash, hash)
@@ -167,9 +179,7 @@ describe("gate wakes (SQLite, the log written by hand)", () => {
       // the store's next commit hints the log to the tailer, which reads the forged event with it
       yield* gate.evaluate(bash("other"))
       yield* until(() => calls.findRecorded > before)
-      for (let turn = 0; turn < 20; turn++) {
-        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-      }
+      yield* turns(20)
       expect(calls.findRecorded).toBe(before + 1)
       expect(calls.consume).toBe(0)
       expect(fiber.unsafePoll()).toBeNull()
