@@ -14,10 +14,10 @@ import * as KeptConnection from "./keptConnection.js"
  * would never overlap and nothing would batch. So a write that finds the store idle but comes
  * from another fiber than the write before it, or right after a batch of several callers' writes
  * (signs of many callers in flight), first yields: the other runnable fibers reach their own
- * calls, which queue behind it and commit with it. It yields on while its yields bring more calls
- * (up to a full batch): callers started one after another, as a stream's `mapEffect` starts them,
- * queue behind it too. (Without the second sign, the caller that led a batch, being the last
- * writer, would commit its next call alone on every round.)
+ * calls, which queue behind it and commit with it. With a synchronous driver it yields on while
+ * its yields bring more calls (up to a full batch): callers started one after another, as a
+ * stream's `mapEffect` starts them, queue behind it too. (Without the second sign, the caller that
+ * led a batch, being the last writer, would commit its next call alone on every round.)
  *
  * What callers see is what one transaction per call gives them:
  * - each write body runs whole, after the bodies queued before it, so its conditional updates
@@ -90,6 +90,12 @@ export interface Options {
   readonly keep?: boolean | undefined
   /** most calls per batch (bounds how long the write lock is held) */
   readonly maxBatch?: number | undefined
+  /**
+   * The driver runs each statement to its end before it returns (bun:sqlite, better-sqlite3): the
+   * first call of a batch yields on while its yields bring calls. (With a driver that waits for
+   * I/O, calls that arrive meanwhile queue anyway: it yields once.)
+   */
+  readonly synchronous?: boolean | undefined
   /**
    * How a write runs inside the caller's own transaction (a savepoint of it, say); given, calls
    * made there run there, reads as they are. (Decided in the step that queues a call.)
@@ -331,9 +337,9 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       )
 
     /**
-     * The leader's yields, until two in a row bring no call or the batch is full. (A fiber another
-     * one forks takes a yield of its own before it runs: one idle yield does not show that nobody
-     * is starting callers.) A lone caller waits two yields.
+     * The leader's yields with a synchronous driver, until two in a row bring no call or the batch
+     * is full (a fiber another one forks takes a yield of its own before it runs: one idle yield
+     * does not show that nobody is starting callers); else one.
      */
     const gatherFrom = (idle: number): Effect.Effect<void> =>
       Effect.suspend(() => {
@@ -344,7 +350,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           return idle === 0 ? gatherFrom(1) : Effect.void
         })
       })
-    const gather = gatherFrom(0)
+    const gather = options.synchronous ? gatherFrom(0) : Effect.yieldNow()
 
     /** The leader after its yields: runs the first batch (its own job first) on its own fiber. */
     const runQueued = Effect.uninterruptible(Effect.gen(function*() {
@@ -381,8 +387,8 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           if (!alternating) return runAlone(job)
           // Writes from alternating fibers, or the first after a batch of several writers: many
           // callers are likely in flight. This one lets the other runnable fibers go first, so the
-          // calls they make queue behind it and commit with it. (A lone caller waits two yields,
-          // never for company.)
+          // calls they make queue behind it and commit with it. (A lone caller waits a yield or
+          // two, never for company.)
           pending.push(job)
           return Effect.uninterruptible(Effect.zipRight(gather, runQueued))
         }

@@ -29,7 +29,11 @@ const setUp = Effect.gen(function*() {
     executeUnprepared: (text, params, transform) =>
       Effect.zipRight(Effect.sync(() => texts.push(text)), conn.executeUnprepared(text, params, transform))
   })
-  const batcher = yield* Batcher.make({ reserve: Effect.map(sql.reserve, noted), begin: ["BEGIN IMMEDIATE"] })
+  const batcher = yield* Batcher.make({
+    reserve: Effect.map(sql.reserve, noted),
+    begin: ["BEGIN IMMEDIATE"],
+    synchronous: true
+  })
   const runs: Array<number> = []
   /** The batch's connection, as the batcher gives it to bodies. */
   const on = <A>(body: (conn: Connection) => Effect.Effect<A, unknown>) =>

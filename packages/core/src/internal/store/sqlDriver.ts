@@ -200,6 +200,7 @@ export const make = (
       reserve: Effect.map(sql.reserve, tracked),
       begin: [begin],
       prepared: isSqlite,
+      synchronous: isSqlite,
       keep,
       inTransaction: (body) => sql.withTransaction(Effect.zipRight(serialize, body))
     })
