@@ -291,21 +291,30 @@ export const make = (options: {
    * before each later `authorize` of it, so that an answer committed after that `authorize` read
    * the record still wakes it. A wake says only "read again": what the call comes to is what
    * `authorize` then reads from the store, so between the answer's commit and the run there is one
-   * read of the record (and the approval's spend), none of the request itself. A call the policy
-   * asks a human for registers before its first `authorize`, so the one that pauses it is the
-   * only one before the wait; any other call registers only once it paused (an allowed call
-   * registers nothing).
+   * read of the record (and the approval's spend), none of the request itself. A call that will
+   * likely wait (judged to need a human, and not answered by this gate) registers before its first
+   * `authorize`, so the one that pauses it is the only one before the wait; any other call
+   * registers only once it paused (an allowed call registers nothing).
    */
   const untilDecided = (
     input: ToolCall.ToolCallInput,
     call: ToolCall.ToolCall
   ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> =>
-    policy.evaluate(call)._tag === "RequireApproval"
-      ? untilWoken(input, call)
-      : Effect.flatMap(
-        Observe.authorize(options.observed, input, (now, tally) => authorizeCall(call, now, tally)),
-        (result) => PauseSignal.isPauseSignal(result) ? untilWoken(input, call) : Effect.succeed(result)
-      )
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      willWait(call, now)
+        ? untilWoken(input, call)
+        : Effect.flatMap(
+          Observe.authorize(options.observed, input, (now, tally) => authorizeCall(call, now, tally)),
+          (result) => PauseSignal.isPauseSignal(result) ? untilWoken(input, call) : Effect.succeed(result)
+        ))
+
+  /**
+   * Whether a call needs a human and this gate has not answered it: judged now, or by the policy
+   * alone when that takes an effect (hooks; its session's approvals not read yet).
+   */
+  const willWait = (call: ToolCall.ToolCall, now: number) =>
+    !answeredHere.has(callKey(call.sessionKey, call.id)) &&
+    (judgeNow(call, now)?.decision ?? policy.evaluate(call))._tag === "RequireApproval"
 
   const untilWoken = (
     input: ToolCall.ToolCallInput,
