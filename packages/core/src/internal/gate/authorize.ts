@@ -300,8 +300,8 @@ export const make = (options: {
     input: ToolCall.ToolCallInput,
     call: ToolCall.ToolCall
   ): Effect.Effect<Allowed, ToolDenied | CallAlreadyExecuted | CallError> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      willWait(call, now)
+    Effect.flatMap(Clock.currentTimeMillis, (at) =>
+      willWait(call, at)
         ? untilWoken(input, call)
         : Effect.flatMap(
           Observe.authorize(options.observed, input, (now, tally) => authorizeCall(call, now, tally)),
