@@ -4,7 +4,8 @@
  * A real server (`Server.layer`: Node's HTTP server through @effect/platform-node) runs in a
  * process of its own (bench/loadServer.ts; on Bun, or bundled for Node with LOAD_SERVER_RUNTIME=node)
  * over a SQLite file (WAL) in a temp dir, then over PostgreSQL when TOOLGATE_PG_URL is set (a fresh
- * schema), and pre-creates N pending requests through `ToolGate`, spread over 50 sessions. This process opens K SSE clients on `/audit/stream` (half replay
+ * schema), and pre-creates N pending requests through `ToolGate`, spread over 50 sessions. This
+ * process opens K SSE clients on `/audit/stream` (half replay
  * the log from the start, so replay meets live events under load; half start after the last
  * event before the load; half of each drop their connection every 100 events and resume with
  * `Last-Event-ID`) and runs two autocannon instances at once: one answers every request by

@@ -90,62 +90,63 @@ export const runW2With = <E>(
     console.error(`sequential: ${Math.round(sequential)} round trips/s`)
 
     /** 1,000 in flight at once, answered by RESPONDERS answers at a time from a fiber tailing the log. */
-    const tailing = Effect.gen(function*() {
-      const start = performance.now()
-      const cpu = process.cpuUsage()
-      const afterSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
-      const responder = yield* gate.auditLog({ afterSeq }).pipe(
-        Stream.filter((e) => e.type === "approval.requested"),
-        Stream.take(CONCURRENT),
-        Stream.mapEffect(
-          (e) =>
-            gate.respond(ApprovalRequest.RequestId.make(e.requestId!), {
-              decision: "approve_once",
-              respondedBy: "bench"
-            }),
-          {
-            concurrency: RESPONDERS,
-            unordered: true
-          }
-        ),
-        Stream.runDrain,
-        Effect.fork
-      )
-      yield* Effect.forEach(
-        Array.from({ length: CONCURRENT }, (_, i) => bash(`par-${round}-${i}`)),
-        (call) => gate.gate(call, () => Effect.void),
-        { concurrency: "unbounded", discard: true }
-      )
-      yield* Fiber.join(responder)
-      return { perSec: CONCURRENT / ((performance.now() - start) / 1000), cpu: cpuMsPer(cpu, CONCURRENT) }
-    })
+    const tailing = (round: number) =>
+      Effect.gen(function*() {
+        const start = performance.now()
+        const cpu = process.cpuUsage()
+        const afterSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
+        const responder = yield* gate.auditLog({ afterSeq }).pipe(
+          Stream.filter((e) => e.type === "approval.requested"),
+          Stream.take(CONCURRENT),
+          Stream.mapEffect(
+            (e) =>
+              gate.respond(ApprovalRequest.RequestId.make(e.requestId!), {
+                decision: "approve_once",
+                respondedBy: "bench"
+              }),
+            {
+              concurrency: RESPONDERS,
+              unordered: true
+            }
+          ),
+          Stream.runDrain,
+          Effect.fork
+        )
+        yield* Effect.forEach(
+          Array.from({ length: CONCURRENT }, (_, i) => bash(`par-${round}-${i}`)),
+          (call) => gate.gate(call, () => Effect.void),
+          { concurrency: "unbounded", discard: true }
+        )
+        yield* Fiber.join(responder)
+        return { perSec: CONCURRENT / ((performance.now() - start) / 1000), cpu: cpuMsPer(cpu, CONCURRENT) }
+      })
 
     // all in flight again, each round trip answering its own request (as the peers' scripts run
     // theirs): the answers are in flight too, so group commit takes them together
-    const selfAnswered = Effect.gen(function*() {
-      const start = performance.now()
-      const cpu = process.cpuUsage()
-      const mainCpu = mainThreadCpuMs()
-      yield* Effect.forEach(
-        Array.from({ length: CONCURRENT }, (_, i) => `self-${round}-${i}`),
-        (id) => roundTrip(id, false),
-        { concurrency: "unbounded", discard: true }
-      )
-      return {
-        perSec: CONCURRENT / ((performance.now() - start) / 1000),
-        cpu: cpuMsPer(cpu, CONCURRENT),
-        mainCpu: mainThreadCpuMsPer(mainCpu, CONCURRENT)
-      }
-    })
+    const selfAnswered = (round: number) =>
+      Effect.gen(function*() {
+        const start = performance.now()
+        const cpu = process.cpuUsage()
+        const mainCpu = mainThreadCpuMs()
+        yield* Effect.forEach(
+          Array.from({ length: CONCURRENT }, (_, i) => `self-${round}-${i}`),
+          (id) => roundTrip(id, false),
+          { concurrency: "unbounded", discard: true }
+        )
+        return {
+          perSec: CONCURRENT / ((performance.now() - start) / 1000),
+          cpu: cpuMsPer(cpu, CONCURRENT),
+          mainCpu: mainThreadCpuMsPer(mainCpu, CONCURRENT)
+        }
+      })
 
     // The first round is what earlier stops reported; later rounds run the same code again, settled
     // by the JIT (the sequential warm-up does not compile what only the in-flight rounds run).
-    let round = 0
     const tailed: Array<{ perSec: number; cpu: number }> = []
     const selves: Array<{ perSec: number; cpu: number; mainCpu: number | undefined }> = []
-    for (; round < INFLIGHT_ROUNDS; round++) {
-      tailed.push(yield* tailing)
-      selves.push(yield* selfAnswered)
+    for (let round = 0; round < INFLIGHT_ROUNDS; round++) {
+      tailed.push(yield* tailing(round))
+      selves.push(yield* selfAnswered(round))
     }
     const settledTailed = tailed.slice(1)
     const settledSelves = selves.slice(1)
