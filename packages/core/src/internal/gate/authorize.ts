@@ -27,7 +27,7 @@ import type { Projection } from "./grants.js"
 import * as Observe from "./observe.js"
 import { fromDecision, isSameCall, type Replayed } from "./replay.js"
 import { newRequest } from "./requests.js"
-import { callKey, untilWokenOrDue, type Waiters } from "./waiters.js"
+import { callKey, type Waiters } from "./waiters.js"
 
 /** A store answer that found the call already on record (another writer recorded it first). */
 type Found = Extract<CreateResult | RecordResult, { readonly _tag: "Existing" | "Decided" | "Requested" }>
@@ -67,6 +67,7 @@ export const make = (options: {
   ) => Effect.Effect<ApprovalRequest.ApprovalRequest, RequestNotFound | PersistenceError>
   /** `gate`'s wake-ups, by call */
   readonly watchCall: Waiters["watchCall"]
+  readonly untilWokenOrDue: Waiters["untilWokenOrDue"]
   /** the log tailer's failure while it cannot read the log */
   readonly logUnreadable: () => PersistenceError | undefined
   readonly observed: Observe.Observed
@@ -326,7 +327,7 @@ export const make = (options: {
           Observe.authorize(options.observed, input, (now, tally) => authorizeCall(call, now, tally)),
           (result) =>
             PauseSignal.isPauseSignal(result)
-              ? Effect.as(untilWokenOrDue(woken, result), undefined)
+              ? Effect.as(options.untilWokenOrDue(woken, result), undefined)
               : Effect.succeed(result)
         )),
       (allowed) => allowed === undefined ? untilWoken(input, call) : Effect.succeed(allowed)

@@ -14,15 +14,15 @@
  * and the row the approver's) is a hint to read the row again. What runs is still decided where
  * the call is authorized, from the store's record.
  */
-import { Clock, Deferred, Duration, Effect, Fiber } from "effect"
+import { Clock, Deferred, Effect, type Scope } from "effect"
 import type * as ApprovalRequest from "../../ApprovalRequest.js"
 import type * as AuditEvent from "../../AuditEvent.js"
 import type * as PauseSignal from "../../PauseSignal.js"
 import type { PersistenceError, RequestNotFound } from "../../ToolGateError.js"
+import * as Deadlines from "./deadlines.js"
 import type { Requests } from "./requests.js"
 
-/** A wake-up: the event that woke it, or `undefined` when its deadline came first. */
-export type WakeUp = Deferred.Deferred<AuditEvent.AuditEvent | undefined>
+type WakeUp = Deadlines.WakeUp
 
 /** The waiter registry. */
 export interface Waiters {
@@ -39,6 +39,14 @@ export interface Waiters {
     toolCallId: string,
     use: (woken: WakeUp) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E, R>
+  /**
+   * Waits for a wake-up or the request's deadline, whichever comes first: the event that woke it,
+   * or `undefined`. Past the deadline here but not yet on the store's clock, looks again shortly.
+   */
+  readonly untilWokenOrDue: (
+    wakeUp: WakeUp,
+    pending: Pick<PauseSignal.PauseSignal, "expiresAt">
+  ) => Effect.Effect<AuditEvent.AuditEvent | undefined>
 }
 
 /** A call's key: its session key, told apart from the id by its length (either may hold any character). */
@@ -83,9 +91,11 @@ const watching = <A, E, R>(
     (deferred) => Effect.sync(() => waiters.remove(key, deferred))
   )
 
-export const makeWaiters = (): Waiters => {
+/** The waiter registry; the deadlines' timer runs in `scope` (the gate's). */
+export const makeWaiters = (scope: Scope.Scope): Waiters => {
   const byRequest = registry()
   const byCall = registry()
+  const deadlines = Deadlines.make(scope)
   return {
     wake: (event) =>
       Effect.zipRight(
@@ -95,31 +105,14 @@ export const makeWaiters = (): Waiters => {
           : byCall.wake(callKey(event.sessionKey, event.toolCallId), event)
       ),
     watchRequest: (requestId, use) => watching(byRequest, requestId, use),
-    watchCall: (sessionKey, toolCallId, use) => watching(byCall, callKey(sessionKey, toolCallId), use)
+    watchCall: (sessionKey, toolCallId, use) => watching(byCall, callKey(sessionKey, toolCallId), use),
+    untilWokenOrDue: (wakeUp, pending) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => deadlines.until(wakeUp, pending.expiresAt <= now ? now + 10 : pending.expiresAt)
+      )
   }
 }
-
-/**
- * Waits for a wake-up or the request's deadline, whichever comes first: the event that woke it,
- * or `undefined`. Past the deadline here but not yet on the store's clock, looks again shortly.
- * (The deadline's timer settles the wake-up itself: one fiber forked, where a race forks two. It
- * is forked where interruption is off, so it is made interruptible: else it would outlive the
- * wait, to its deadline.)
- */
-export const untilWokenOrDue = (
-  wakeUp: WakeUp,
-  pending: Pick<PauseSignal.PauseSignal, "expiresAt">
-): Effect.Effect<AuditEvent.AuditEvent | undefined> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const wait = pending.expiresAt <= now ? 10 : pending.expiresAt - now
-    return Effect.acquireUseRelease(
-      Effect.forkDaemon(
-        Effect.interruptible(Effect.zipRight(Effect.sleep(Duration.millis(wait)), Deferred.succeed(wakeUp, undefined)))
-      ),
-      () => Deferred.await(wakeUp),
-      Fiber.interruptFork
-    )
-  })
 
 /**
  * The request `pending` as `event` settled it, when the event is its `approval.resolved` and
@@ -163,7 +156,7 @@ export const makeAwaitDecision = (
       const request = yield* options.getRequest(requestId)
       const settled = yield* options.current(request, yield* Clock.currentTimeMillis)
       if (settled.status !== "pending") return settled
-      const event = yield* untilWokenOrDue(wakeUp, settled)
+      const event = yield* options.waiters.untilWokenOrDue(wakeUp, settled)
       return event === undefined ? undefined : settledBy(settled, event)
     }))
   return Effect.gen(function*() {
