@@ -228,14 +228,17 @@ describePostgres("AgentLoop lease tests", (url) =>
         // another connection locks the checkpoint's row, so the renewal waits on it and can be cut
         const admin = yield* Layer.build(pgClient(schemaUrl))
         const sql = (effect: Effect.Effect<unknown, unknown, SqlClient.SqlClient>) => Effect.provide(effect, admin)
+        const locked = yield* Deferred.make<void>()
         const unlocked = yield* Deferred.make<void>()
         const holder = yield* Effect.fork(sql(Effect.flatMap(SqlClient.SqlClient, (client) =>
           client.withTransaction(
             Effect.zipRight(
               client`SELECT token FROM toolgate_checkpoints WHERE token = ${token} FOR UPDATE`,
-              Deferred.await(unlocked)
+              Effect.zipRight(Deferred.succeed(locked, undefined), Deferred.await(unlocked))
             )
           ))))
+        // the row is locked before the renewal is due: else the renewal could run first, wait on nothing
+        yield* Deferred.await(locked)
         yield* TestClock.adjust("20 seconds")
         // the renewal waits on the row: its connection is terminated, as a dropped connection would be
         let terminated = 0
