@@ -208,7 +208,7 @@ export const make = (options: Options): Effect.Effect<Service, PersistenceError,
     const sessionKeyOf = (sessionKey: string) => ToolCall.decodeSessionKey(sessionKey, limits)
 
     const observed: Observe.Observed = { policyVersion: () => policy.version, traceArgs: options.traceArgs ?? false }
-    const waiters = Waiters.makeWaiters(yield* Effect.scope)
+    const waiters = yield* Waiters.makeWaiters
     const tailer = LogTailer.make({ store, projection, waiters, publish: streams.publish })
     const grants = Grants.make({ store, projection, sessionKeyOf })
     const requests = Requests.make({ store, sessionKeyOf, warnBeforeMs })

@@ -36,7 +36,7 @@ const event = (n: number) => ({ seq: n }) as unknown as AuditEvent.AuditEvent
 const run = (waits: ReadonlyArray<Wait>) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const deadlines = Deadlines.make(scope)
+    const deadlines = yield* Scope.extend(Deadlines.make, scope)
     const wakeUps = yield* Effect.forEach(waits, () => wakeUp)
     const fibers: Array<Fiber.RuntimeFiber<readonly [AuditEvent.AuditEvent | undefined, number]>> = []
     const end = Math.max(...waits.map((w) => Math.max(w.deadline, w.wokenAt ?? 0))) + 2
@@ -82,7 +82,7 @@ describe("Deadlines", () => {
   it.effect("waits one after another share one timer, which ends with its scope", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const deadlines = Deadlines.make(scope)
+      const deadlines = yield* Scope.extend(Deadlines.make, scope)
       const supervisor = yield* Supervisor.track
       // after each wait: the timer (and the test clock's warning fiber beside its sleep), the same every time
       const after: Array<ReadonlyArray<number>> = []
@@ -103,7 +103,7 @@ describe("Deadlines", () => {
 
   it.effect("a deadline earlier than the one the timer sleeps for is kept", () =>
     Effect.gen(function*() {
-      const deadlines = Deadlines.make(yield* Scope.make())
+      const deadlines = yield* Scope.extend(Deadlines.make, yield* Scope.make())
       const late = yield* Effect.fork(deadlines.until(yield* wakeUp, 1_000))
       yield* settle
       const early = yield* Effect.fork(Effect.zip(deadlines.until(yield* wakeUp, 5), Clock.currentTimeMillis))
@@ -114,5 +114,36 @@ describe("Deadlines", () => {
       expect(late.unsafePoll()).toBeNull()
       yield* TestClock.adjust(995)
       expect(yield* Fiber.join(late)).toBeUndefined()
+    }))
+
+  it.effect("once its scope is closed, a wait still ends at its deadline, and no timer outlives the last wait", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const deadlines = yield* Scope.extend(Deadlines.make, scope)
+      const supervisor = yield* Supervisor.track
+      const left = yield* Effect.fork(
+        Effect.supervised(Effect.zip(deadlines.until(yield* wakeUp, 50), Clock.currentTimeMillis), supervisor)
+      )
+      yield* settle
+      yield* Scope.close(scope, Exit.void)
+      yield* settle
+      yield* TestClock.adjust(50)
+      yield* settle
+      expect(yield* Fiber.join(left)).toEqual([undefined, 50])
+      const after = yield* Effect.fork(
+        Effect.supervised(Effect.zip(deadlines.until(yield* wakeUp, 80), Clock.currentTimeMillis), supervisor)
+      )
+      yield* settle
+      yield* TestClock.adjust(30)
+      yield* settle
+      expect(yield* Fiber.join(after)).toEqual([undefined, 80])
+      // a wait woken before its deadline: the timer ends with it
+      const woken = yield* wakeUp
+      const last = yield* Effect.fork(Effect.supervised(deadlines.until(woken, 1_000), supervisor))
+      yield* settle
+      yield* Deferred.succeed(woken, event(1))
+      expect(yield* Fiber.join(last)).toEqual(event(1))
+      yield* settle
+      expect(yield* supervisor.value).toEqual([])
     }))
 })

@@ -6,10 +6,9 @@
  *
  * The timer is not stopped when the last wait ends: it wakes at the deadline it slept for, finds
  * nothing due, and ends, so a run of waits one after another adds none. It is started again, in
- * the gate's scope, for a deadline before the one it sleeps for, or when there is none. (Once
- * that scope closed, the gate's waits are no longer timed: its log tailer has stopped too.)
+ * the gate's scope, for a deadline before the one it sleeps for, or when there is none.
  */
-import { Clock, Deferred, Duration, Effect, Exit, type Fiber, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, type Fiber, Scope } from "effect"
 import type * as AuditEvent from "../../AuditEvent.js"
 
 /** A wake-up: the event that woke it, or `undefined` when its deadline came first. */
@@ -78,11 +77,17 @@ export interface Deadlines {
   readonly until: (wakeUp: WakeUp, at: number) => Effect.Effect<AuditEvent.AuditEvent | undefined>
 }
 
-/** Deadlines whose timer runs in `scope` (the gate's: closing it stops the timer). */
-export const make = (scope: Scope.Scope): Deadlines => {
+/**
+ * Deadlines whose timer runs in the current scope (the gate's). Once that scope is closed, the
+ * waits left, and any after them, keep their deadlines: a daemon timer serves them, and ends with
+ * the last of them.
+ */
+export const make: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function*() {
+  const scope = yield* Effect.scope
   const due = heap()
   /** the timer: the deadline it sleeps for, and its fiber once forked */
   let timer: { at: number; fiber?: Fiber.RuntimeFiber<void> } | undefined
+  let closed = false
 
   const settleDue = (now: number) => {
     for (let entry = due.first(); entry !== undefined && entry.at <= now; entry = due.first()) {
@@ -105,9 +110,14 @@ export const make = (scope: Scope.Scope): Deadlines => {
       return Effect.zipRight(Effect.sleep(Duration.millis(next.at - now)), tick(self))
     })
 
+  const stop = () => {
+    timer?.fiber?.unsafeInterruptAsFork(timer.fiber.id())
+    timer = undefined
+  }
+
   const start = (at: number) =>
     Effect.suspend(() => {
-      timer?.fiber?.unsafeInterruptAsFork(timer.fiber.id())
+      stop()
       const self: NonNullable<typeof timer> = { at }
       timer = self
       const run = Effect.ensuring(
@@ -116,10 +126,19 @@ export const make = (scope: Scope.Scope): Deadlines => {
           if (timer === self) timer = undefined
         })
       )
-      return Effect.map(Effect.forkIn(run, scope), (fiber) => {
+      return Effect.map(closed ? Effect.forkDaemon(run) : Effect.forkIn(run, scope), (fiber) => {
         self.fiber = fiber
       })
     })
+
+  yield* Scope.addFinalizer(
+    scope,
+    Effect.suspend(() => {
+      closed = true
+      const first = due.first()
+      return first === undefined ? Effect.sync(stop) : start(first.at)
+    })
+  )
 
   return {
     until: (wakeUp, at) =>
@@ -130,7 +149,12 @@ export const make = (scope: Scope.Scope): Deadlines => {
           return timer === undefined || at < timer.at ? Effect.as(start(at), entry) : Effect.succeed(entry)
         }),
         () => Deferred.await(wakeUp),
-        (entry) => Effect.sync(() => due.remove(entry))
+        (entry) =>
+          Effect.sync(() => {
+            due.remove(entry)
+            // a daemon timer (the scope is closed) holds the process: not once nothing waits
+            if (closed && due.first() === undefined) stop()
+          })
       )
   }
-}
+})

@@ -91,11 +91,10 @@ const watching = <A, E, R>(
     (deferred) => Effect.sync(() => waiters.remove(key, deferred))
   )
 
-/** The waiter registry; the deadlines' timer runs in `scope` (the gate's). */
-export const makeWaiters = (scope: Scope.Scope): Waiters => {
+/** The waiter registry; the deadlines' timer runs in the current scope (the gate's). */
+export const makeWaiters: Effect.Effect<Waiters, never, Scope.Scope> = Effect.map(Deadlines.make, (deadlines) => {
   const byRequest = registry()
   const byCall = registry()
-  const deadlines = Deadlines.make(scope)
   return {
     wake: (event) =>
       Effect.zipRight(
@@ -112,7 +111,7 @@ export const makeWaiters = (scope: Scope.Scope): Waiters => {
         (now) => deadlines.until(wakeUp, pending.expiresAt <= now ? now + 10 : pending.expiresAt)
       )
   }
-}
+})
 
 /**
  * The request `pending` as `event` settled it, when the event is its `approval.resolved` and
