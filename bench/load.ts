@@ -5,12 +5,12 @@
  * process of its own (bench/loadServer.ts; on Bun, or bundled for Node with LOAD_SERVER_RUNTIME=node)
  * over a SQLite file (WAL) in a temp dir, then over PostgreSQL when TOOLGATE_PG_URL is set (a fresh
  * schema), and pre-creates N pending requests through `ToolGate`, spread over 50 sessions. This
- * process opens K SSE clients on `/audit/stream` (half replay
- * the log from the start, so replay meets live events under load; half start after the last
- * event before the load; half of each drop their connection every 100 events and resume with
- * `Last-Event-ID`) and runs two autocannon instances at once: one answers every request by
- * id (approve once / approve for session / deny in turn), plus a conflicting second answer to
- * one request in ten, each of which must get 409; the other reads
+ * process opens K SSE clients on `/audit/stream` (half replay the log from the start, so replay
+ * meets live events under load; half start after the last event before the load; half of each
+ * drop their connection every 100 events and resume with `Last-Event-ID`) and runs two
+ * autocannon instances at once: one answers every request by id (approve once / approve for
+ * session / deny in turn), plus a conflicting second answer to one request in ten, each of which
+ * must get 409; the other reads
  * `/approvals/pending?sessionKey=` round the sessions until the answers are done.
  *
  * Then it checks: no error and no status but 2xx and the deliberate 409s; every request answered
