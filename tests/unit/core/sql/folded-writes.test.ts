@@ -7,7 +7,8 @@
  * one writes nothing when its guard fails, and the step then runs as before. What may not change:
  * a write still meets the row as it is (another process's change, a write rolled back), and the
  * log stays numbered without a hole and chained. PostgreSQL also writes a lone step at once, with
- * no transaction, when it knows the log's head.
+ * no transaction, when it knows the log's head. On SQLite, answers merged in one batch are
+ * claimed by one read (the batch's `BEGIN IMMEDIATE` holds the write lock), not an update.
  */
 import type { SqlClient } from "@effect/sql"
 import type { ApprovalRequest, ApprovalStore as Store } from "@tool-gate/core"
@@ -336,7 +337,33 @@ const foldedWrites = (backend: Backend) => {
     }))
 }
 
-describe("SQLite writes folded with their reads", () => foldedWrites(sqlite))
+describe("SQLite writes folded with their reads", () => {
+  foldedWrites(sqlite)
+
+  it.scoped("answers in flight to another process's requests: claimed by a read under the batch's lock, each row rewritten once", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* sqlite.processes(2)
+      const updates = yield* sqlite.countRowUpdates(a!.sql)
+      const asks = Array.from({ length: 16 }, (_, n) => request(300 + n))
+      for (const ask of asks) yield* b!.store.createRequest(ask, requested(ask))
+      // not this process's requests, so no answer folds its claim into its rewrite: alone, each
+      // would claim with an update first; merged, the batch claims them all with one read
+      const results = yield* Effect.forEach(
+        asks,
+        (ask) => Effect.zipRight(Effect.yieldNow(), approve(a!.store, ask, "ana")),
+        {
+          concurrency: "unbounded"
+        }
+      )
+      expect(results.map((result) => result._tag)).toEqual(asks.map(() => "Resolved"))
+      // the first runs alone (the store was idle): claimed by an update, then rewritten
+      const counts = yield* Effect.forEach(asks, (ask) => updates(ask.requestId))
+      expect(counts.every((n) => n === 1 || n === 2)).toBe(true)
+      expect(counts.filter((n) => n === 1).length).toBeGreaterThanOrEqual(asks.length / 2)
+      expect(yield* b!.store.listPending()).toHaveLength(0)
+      yield* expectWholeLog(b!.store)
+    }))
+})
 
 describePostgres(
   "writes folded with their reads",

@@ -319,10 +319,11 @@ export const make = (options: {
     )
 
   /**
-   * Transitions of pending requests under one kind of claim, merged across a batch: one update
+   * Transitions of pending requests under one kind of claim, merged across a batch: one statement
    * claims them all (each at its own time; the first claim of a request in the batch goes first,
-   * the others then find it as that one left it), one insert for their events, one update for the
-   * rewritten rows, one insert for the session approvals they grant.
+   * the others then find it as that one left it; on SQLite a read, the batch holding the write
+   * lock), one insert for their events, one update for the rewritten rows, one insert for the
+   * session approvals they grant.
    */
   const claimsOf = (kind: Claim["_tag"]): Batcher.Group<ClaimInput, ClaimResult, Failure> => ({
     write: true,

@@ -199,13 +199,17 @@ export const make = (
     BeforeDeadline: make(claimConditions.BeforeDeadline),
     PastDeadline: make(claimConditions.PastDeadline)
   })
+  // SQLite: a read, since only a batch's own transaction merges claims and its `BEGIN IMMEDIATE`
+  // holds the one write lock (an update that sets nothing new still rewrites the row and the
+  // entries of every index whose condition names `status`); PostgreSQL: an update, which locks them
   const claimManyWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
-    statementOver<{ requestId: string; at: number }>((claims) =>
-      sql`UPDATE ${requests} SET status = status
-        FROM (VALUES ${sql.csv(claims.map((claim) => sql`(${claim.requestId}, ${claim.at})`))}) AS v
-        WHERE request_id = v.column1 AND ${pending} AND ${condition(clockAt(bigint("column2")))}
-        RETURNING request_id, request`
-    )
+    statementOver<{ requestId: string; at: number }>((claims) => {
+      const claimed = sql`(VALUES ${sql.csv(claims.map((claim) => sql`(${claim.requestId}, ${claim.at})`))}) AS v
+        WHERE request_id = v.column1 AND ${pending} AND ${condition(clockAt(bigint("column2")))}`
+      return isSqlite
+        ? sql`SELECT request_id, request FROM ${requests}, ${claimed}`
+        : sql`UPDATE ${requests} SET status = status FROM ${claimed} RETURNING request_id, request`
+    })
   /**
    * PostgreSQL's numbered insert of events, returning their seqs (and notifying, given a channel);
    * `also`: a data-modifying statement with `RETURNING` run with it, in the same round trip (the
@@ -556,6 +560,7 @@ export const make = (
     /**
      * Claims several pending requests at once, each at its own time: those not yet warned, or
      * within or past their deadline on the store's clock. Returns the pre-images with their ids.
+     * Only inside a transaction that holds the writers' lock (a batch's).
      */
     claimMany: perClaim(claimManyWhere),
 
