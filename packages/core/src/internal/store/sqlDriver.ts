@@ -132,6 +132,8 @@ export const make = (
     const begin = isSqlite
       ? "BEGIN IMMEDIATE"
       : `BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)}); ${Statements.chainHeadOf(sql, t).compile()[0]}`
+    // SQLite: the batcher's connections, whose writing transactions begin `BEGIN IMMEDIATE`
+    const batchConnections = new WeakSet<Connection>()
     const tracked = (conn: Connection): Connection => {
       // a kept connection (PostgreSQL) runs many transactions: the head is known only inside one
       const watch = <A>(text: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
@@ -158,8 +160,13 @@ export const make = (
         executeStream: (text, params, transform) => conn.executeStream(text, params, transform),
         executeValues: (text, params) => conn.executeValues(text, params)
       }
+      if (isSqlite) batchConnections.add(wrapped)
       return wrapped
     }
+    const holdsWriteLock = Effect.withFiberRuntime<boolean>((fiber) => {
+      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      return Effect.succeed(transaction._tag === "Some" && batchConnections.has(transaction.value[0]))
+    })
     /** The head for the next append of the running transaction: known, or read (after the lock). */
     const headNow: Effect.Effect<Head, SqlError> = Effect.withFiberRuntime((fiber) => {
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
@@ -604,7 +611,8 @@ export const make = (
       insertRequestIfFree,
       claimKnown,
       numbersOf,
-      rows: entityRows
+      rows: entityRows,
+      holdsWriteLock
     })
 
     const selectRequests = (operation: string, where: Statement.Fragment, order: Statement.Fragment) =>

@@ -92,6 +92,12 @@ export const make = (options: {
     input: ClaimInput
   ) => Effect.Effect<Option.Option<{ readonly claimed: Transition; readonly events: ReadonlyArray<EventRow> }>, Failure>
   readonly numbersOf: (rows: ReadonlyArray<EventRow>) => ReadonlyArray<number>
+  /**
+   * SQLite: whether the running transaction is one of the batcher's (`BEGIN IMMEDIATE`: it holds
+   * the write lock), in which a claim is a read; in a caller's own transaction it stays an update,
+   * which takes the lock before the row is read. PostgreSQL: never (an update locks the row).
+   */
+  readonly holdsWriteLock: Effect.Effect<boolean>
 }) => {
   const { appendEach, appendEvents, appendRewriting, insertRequests, numbersOf, q } = options
   const { approvalRow, approvalsOf, decisionsOf, requestsOf } = options.rows
@@ -383,7 +389,16 @@ export const make = (options: {
       return { claimed, events: (yield* appendRewriting([claimed])).get(claimed)! }
     })
 
-  const claimOf = (requestId: string, claim: Claim) => {
+  const claimOf = (requestId: string, claim: Claim) =>
+    Effect.flatMap(
+      options.holdsWriteLock,
+      (held) =>
+        held
+          ? q.claimMany[claim._tag]([{ requestId, at: "at" in claim ? claim.at : 0 }])
+          : claimByUpdate(requestId, claim)
+    )
+
+  const claimByUpdate = (requestId: string, claim: Claim) => {
     switch (claim._tag) {
       case "Unwarned":
         return q.claimUnwarned({ requestId })
