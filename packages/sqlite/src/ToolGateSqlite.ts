@@ -80,8 +80,24 @@ interface Driver {
 const driverPackage = isBun ? "@effect/sql-sqlite-bun" : "@effect/sql-sqlite-node"
 const installLine = isBun ? "bun add @effect/sql-sqlite-bun" : "npm install @effect/sql-sqlite-node"
 
+// bun:sqlite keeps the statements of the last texts `Database.prototype.query` ran, 20 by default
+// (`Database.MAX_QUERY_CACHE_SIZE`, one setting for the process). The store runs about 60 texts
+// under load (a merged statement's text depends on how many calls it carries): at 20 it prepared
+// large statements again and again (about 5 µs per W2 round trip). Raised to 256, as many as
+// `@tool-gate/pg` keeps prepared per connection (the Node driver keeps 200); never lowered.
+const bunQueryCache = 256
+// a name bundlers leave alone (bun:sqlite exists only on Bun, where this runs)
+const bunSqlite = "bun:sqlite"
+const raiseBunQueryCache = async (): Promise<void> => {
+  const { Database } = (await import(bunSqlite)) as { readonly Database: { MAX_QUERY_CACHE_SIZE: number } }
+  Database.MAX_QUERY_CACHE_SIZE = Math.max(Database.MAX_QUERY_CACHE_SIZE, bunQueryCache)
+}
+
 const loadDriver: Effect.Effect<Driver, ToolGateError.PersistenceError> = Effect.tryPromise({
-  try: (): Promise<Driver> => isBun ? import("@effect/sql-sqlite-bun") : import("@effect/sql-sqlite-node"),
+  try: (): Promise<Driver> =>
+    isBun
+      ? raiseBunQueryCache().then(() => import("@effect/sql-sqlite-bun"))
+      : import("@effect/sql-sqlite-node"),
   catch: (cause) =>
     new ToolGateError.PersistenceError({
       operation: "loading the SQLite driver",

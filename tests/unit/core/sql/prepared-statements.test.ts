@@ -1,6 +1,7 @@
 /**
  * `@tool-gate/pg`'s client keeps the statements it repeats prepared (named): the server parses
- * and plans a text once per connection. What may not change with it: every statement still runs
+ * and plans a text once per connection. On Bun, `@tool-gate/sqlite` has bun:sqlite keep the
+ * statements of the last 256 texts (20 by default), never fewer than the process asked for. What may not change with it: every statement still runs
  * and answers as before, whatever the server did to the tables in between (a later migration adds
  * a column, a table is dropped and made again, a statement failed to parse, its transaction rolled
  * back), and a connection holds a bounded number of statements.
@@ -9,11 +10,14 @@ import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { CheckpointStore, SqlCheckpointStore } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
-import { pgSchema } from "../../../support/sqlStores.js"
+import { pgSchema, tempDir } from "../../../support/sqlStores.js"
 
 /** One connection of the client on a fresh schema, and a second client to change tables with. */
 const connections = (url: string, preparedStatements?: boolean) =>
@@ -141,3 +145,32 @@ describePostgres("prepared statements", (url) =>
         expect(Option.map(after[0], (row) => row.token)).toEqual(Option.some("t1"))
       }))
   }))
+
+describe("@tool-gate/sqlite's client on Bun and bun:sqlite's statement cache", () => {
+  /** Opens a client on a fresh file with the cache size set to `before` first; the size after. */
+  const cacheAfterOpening = (before: number) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const kept = Database.MAX_QUERY_CACHE_SIZE
+        Database.MAX_QUERY_CACHE_SIZE = before
+        return kept
+      }),
+      () =>
+        Effect.gen(function*() {
+          const dir = yield* tempDir
+          const sql = Context.get(
+            yield* Layer.build(ToolGateSqlite.layerClient(join(dir, "t.db"))),
+            SqlClient.SqlClient
+          )
+          expect(yield* sql`SELECT 41 + 1 AS n`).toEqual([{ n: 42 }])
+          return Database.MAX_QUERY_CACHE_SIZE
+        }),
+      (kept) => Effect.sync(() => Database.MAX_QUERY_CACHE_SIZE = kept)
+    )
+
+  it.scoped("keeps the statements of 256 texts, not 20", () =>
+    Effect.map(cacheAfterOpening(20), (after) => expect(after).toBe(256)))
+
+  it.scoped("never fewer than the process set", () =>
+    Effect.map(cacheAfterOpening(1_000), (after) => expect(after).toBe(1_000)))
+})
