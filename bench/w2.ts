@@ -8,7 +8,8 @@
  * round trips (the JIT's warm-up, as W6 has). Figures: round trips per second; p50/p99 of pause,
  * of the answer and of resume (of the sequential round trips). W2_RESPONDERS=N: the tailing
  * responder answers N at a time (1 by default); W2_INFLIGHT_ROUNDS=N: both in-flight phases N times,
- * the first reported as before, the median of the others as `settled...` (the JIT settled).
+ * the first reported as before, the median of the others as `settled...` (the JIT settled). CPU
+ * per round trip: the process's, and its main thread's (Linux), steadier on a shared machine.
  */
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
@@ -38,6 +39,10 @@ const percentile = (xs: Array<number>, p: number) => {
 }
 
 const median = (xs: ReadonlyArray<number>) => percentile([...xs], 0.5)
+
+/** The median, when every figure is known (main-thread CPU is read on Linux only). */
+const medianOfKnown = (xs: ReadonlyArray<number | undefined>) =>
+  xs.every((x) => x !== undefined) ? median(xs as ReadonlyArray<number>) : undefined
 
 /** This process's CPU time since `since`, in ms per operation. */
 const cpuMsPer = (since: NodeJS.CpuUsage, operations: number) => {
@@ -94,6 +99,7 @@ export const runW2With = <E>(
       Effect.gen(function*() {
         const start = performance.now()
         const cpu = process.cpuUsage()
+        const mainCpu = mainThreadCpuMs()
         const afterSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
         const responder = yield* gate.auditLog({ afterSeq }).pipe(
           Stream.filter((e) => e.type === "approval.requested"),
@@ -118,7 +124,11 @@ export const runW2With = <E>(
           { concurrency: "unbounded", discard: true }
         )
         yield* Fiber.join(responder)
-        return { perSec: CONCURRENT / ((performance.now() - start) / 1000), cpu: cpuMsPer(cpu, CONCURRENT) }
+        return {
+          perSec: CONCURRENT / ((performance.now() - start) / 1000),
+          cpu: cpuMsPer(cpu, CONCURRENT),
+          mainCpu: mainThreadCpuMsPer(mainCpu, CONCURRENT)
+        }
       })
 
     // all in flight again, each round trip answering its own request (as the peers' scripts run
@@ -142,7 +152,7 @@ export const runW2With = <E>(
 
     // The first round is what earlier stops reported; later rounds run the same code again, settled
     // by the JIT (the sequential warm-up does not compile what only the in-flight rounds run).
-    const tailed: Array<{ perSec: number; cpu: number }> = []
+    const tailed: Array<{ perSec: number; cpu: number; mainCpu: number | undefined }> = []
     const selves: Array<{ perSec: number; cpu: number; mainCpu: number | undefined }> = []
     for (let round = 0; round < INFLIGHT_ROUNDS; round++) {
       tailed.push(yield* tailing(round))
@@ -155,10 +165,15 @@ export const runW2With = <E>(
       settledConcurrentRoundTripsPerSec: Math.round(median(settledTailed.map((r) => r.perSec))),
       settledConcurrentCpuMsPerRoundTrip: median(settledTailed.map((r) => r.cpu)),
       settledConcurrentSelfApprovedRoundTripsPerSec: Math.round(median(settledSelves.map((r) => r.perSec))),
-      settledConcurrentSelfApprovedCpuMsPerRoundTrip: median(settledSelves.map((r) => r.cpu))
+      settledConcurrentSelfApprovedCpuMsPerRoundTrip: median(settledSelves.map((r) => r.cpu)),
+      // the main thread's share (Linux): steadier than the rate on a shared machine, since the
+      // JIT's and the collector's threads and the waits are left out
+      settledConcurrentMainThreadCpuMsPerRoundTrip: medianOfKnown(settledTailed.map((r) => r.mainCpu)),
+      settledConcurrentSelfApprovedMainThreadCpuMsPerRoundTrip: medianOfKnown(settledSelves.map((r) => r.mainCpu))
     }
     const concurrent = tailed[0]!.perSec
     const concurrentCpu = tailed[0]!.cpu
+    const concurrentMainCpu = tailed[0]!.mainCpu
     const selfApproved = selves[0]!.perSec
     const selfApprovedCpu = selves[0]!.cpu
     const selfApprovedMainCpu = selves[0]!.mainCpu
@@ -172,6 +187,7 @@ export const runW2With = <E>(
       concurrentSelfApprovedCpuMsPerRoundTrip: selfApprovedCpu,
       // of it on the main thread (Linux): the rest is the runtime's threads and the checkpoint worker
       sequentialMainThreadCpuMsPerRoundTrip: sequentialMainCpu,
+      concurrentMainThreadCpuMsPerRoundTrip: concurrentMainCpu,
       // the database server's (PostgreSQL on this machine: every postgres process)
       ...(sequentialServerCpu !== undefined ? { sequentialServerCpuMsPerRoundTrip: sequentialServerCpu } : {}),
       concurrentSelfApprovedMainThreadCpuMsPerRoundTrip: selfApprovedMainCpu,
