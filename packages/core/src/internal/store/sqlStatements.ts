@@ -199,9 +199,9 @@ export const make = (
     BeforeDeadline: make(claimConditions.BeforeDeadline),
     PastDeadline: make(claimConditions.PastDeadline)
   })
-  // SQLite: a read, since only a batch's own transaction merges claims and its `BEGIN IMMEDIATE`
-  // holds the one write lock (an update that sets nothing new still rewrites the row and the
-  // entries of every index whose condition names `status`); PostgreSQL: an update, which locks them
+  // SQLite: a read, run only in a batch's own transaction, whose `BEGIN IMMEDIATE` holds the one
+  // write lock (an update that sets nothing new still rewrites the row and the entries of every
+  // index whose condition names `status`); PostgreSQL: an update, which locks the rows
   const claimManyWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
     statementOver<{ requestId: string; at: number }>((claims) => {
       const claimed = sql`(VALUES ${sql.csv(claims.map((claim) => sql`(${claim.requestId}, ${claim.at})`))}) AS v
