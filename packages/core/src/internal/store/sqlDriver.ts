@@ -132,14 +132,20 @@ export const make = (
     const begin = isSqlite
       ? "BEGIN IMMEDIATE"
       : `BEGIN; SELECT pg_advisory_xact_lock(${lockKey(t.prefix)}); ${Statements.chainHeadOf(sql, t).compile()[0]}`
-    // SQLite: the batcher's connections, whose writing transactions begin `BEGIN IMMEDIATE`
-    const batchConnections = new WeakSet<Connection>()
+    // SQLite: the batcher's connection between its `BEGIN IMMEDIATE` and the transaction's end,
+    // when it holds the one write lock
+    let locked: Connection | undefined
+    const ended = Effect.sync(() => {
+      head = undefined
+      locked = undefined
+    })
     const tracked = (conn: Connection): Connection => {
       // a kept connection (PostgreSQL) runs many transactions: the head is known only inside one
       const watch = <A>(text: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
         text === begin
           ? Effect.tap(statement, (results) => {
             head = isSqlite ? undefined : headOf(wrapped, (results as Array<Array<any>>)[2])
+            if (isSqlite) locked = wrapped
           })
           : text === "COMMIT"
           ? Effect.ensuring(
@@ -148,10 +154,10 @@ export const make = (
                 committed = { seq: head.seq, hash: head.hash }
               }
             }),
-            forgetHead
+            ended
           )
           : text === "ROLLBACK"
-          ? Effect.ensuring(statement, forgetHead)
+          ? Effect.ensuring(statement, ended)
           : statement
       const wrapped: Connection = {
         execute: (text, params, transform) => watch(text, conn.execute(text, params, transform)),
@@ -160,12 +166,11 @@ export const make = (
         executeStream: (text, params, transform) => conn.executeStream(text, params, transform),
         executeValues: (text, params) => conn.executeValues(text, params)
       }
-      if (isSqlite) batchConnections.add(wrapped)
       return wrapped
     }
     const holdsWriteLock = Effect.withFiberRuntime<boolean>((fiber) => {
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      return Effect.succeed(transaction._tag === "Some" && batchConnections.has(transaction.value[0]))
+      return Effect.succeed(transaction._tag === "Some" && transaction.value[0] === locked)
     })
     /** The head for the next append of the running transaction: known, or read (after the lock). */
     const headNow: Effect.Effect<Head, SqlError> = Effect.withFiberRuntime((fiber) => {
