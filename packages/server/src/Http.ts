@@ -323,7 +323,14 @@ const sseResponse = (
       clearInterval(heartbeat)
       Effect.runFork(Scope.close(scope, Exit.void))
     })
-    if (!(request.source instanceof Request)) yield* Effect.addFinalizer(() => Effect.sync(() => body.destroy()))
+    // A plain finalizer of the request's scope: one of `Effect.addFinalizer` first restores the
+    // context of the fiber that added it, a patch per service of the server on every departure.
+    if (!(request.source instanceof Request)) {
+      yield* Scope.addFinalizer(
+        yield* Effect.scope,
+        Effect.sync(() => body.destroy())
+      )
+    }
     send(retryHint)
     yield* Scope.extend(fanout.follow({ query, keep, push: send, drained, fail: () => body.end() }), scope)
     return HttpServerResponse.raw(body, {
