@@ -3,9 +3,11 @@
  * alone through autocannon, the server's CPU time per request (`/proc/<pid>/stat`, every thread
  * and the main thread). Says what each part of a W7 answer costs: the answer itself, a pending
  * list of one session (about 40 requests) and of every session, the identity (auth and the
- * platform's per-request work, no store) and health (no auth).
+ * platform's per-request work, no store), health (no auth), and an event stream's reconnect (one
+ * client at a time: it resumes with `Last-Event-ID` three events back, takes the first, and drops
+ * the connection, as W7's reconnecting clients do every 100 events).
  *
- *   bun bench/w7Routes.ts      W7R_ANSWERS=3000 W7R_READS=3000 by default
+ *   bun bench/w7Routes.ts      W7R_ANSWERS=3000 W7R_READS=3000 W7R_RECONNECTS=1000 by default
  */
 import autocannon from "autocannon"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -16,6 +18,7 @@ import { token } from "./loadServer.js"
 
 const ANSWERS = Number(process.env.W7R_ANSWERS ?? 3000)
 const READS = Number(process.env.W7R_READS ?? 3000)
+const RECONNECTS = Number(process.env.W7R_RECONNECTS ?? 1000)
 /** e.g. W7R_ONLY=respond: that route alone (after the warm-up), to profile it */
 const ONLY = process.env.W7R_ONLY
 
@@ -62,6 +65,28 @@ const hammer = async (url: string, amount: number, request: autocannon.Request) 
   return amount
 }
 
+/** `count` reconnects of an event stream, one after another; each resumes `back` events before `seq`. */
+const reconnects = async (url: string, count: number, seq: number, back = 3) => {
+  const decoder = new TextDecoder()
+  for (let i = 0; i < count; i++) {
+    const abort = new AbortController()
+    const response = await fetch(`${url}/audit/stream`, {
+      headers: { ...headers, accept: "text/event-stream", "last-event-id": String(Math.max(0, seq - back)) },
+      signal: abort.signal
+    })
+    if (response.status !== 200 || response.body === null) throw new Error(`/audit/stream: status ${response.status}`)
+    const reader = response.body.getReader()
+    let text = ""
+    while (!text.includes("data:")) {
+      const chunk = await reader.read()
+      if (chunk.done) throw new Error("/audit/stream ended before its first event")
+      text += decoder.decode(chunk.value, { stream: true })
+    }
+    abort.abort()
+  }
+  return count
+}
+
 if (import.meta.main) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-w7r-"))
   const server = await startServer("sqlite", join(dir, "routes.db"), ANSWERS)
@@ -84,6 +109,14 @@ if (import.meta.main) {
         server.pid,
         `GET /approvals/pending (${ANSWERS})`,
         () => hammer(server.url, Math.ceil(READS / 20), { path: "/approvals/pending" })
+      )
+    )
+    await reconnects(server.url, 100, server.afterSeq)
+    rows.push(
+      await measure(
+        server.pid,
+        "GET /audit/stream (reconnect)",
+        () => reconnects(server.url, RECONNECTS, server.afterSeq)
       )
     )
     let next = 0
