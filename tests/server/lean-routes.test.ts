@@ -1,16 +1,18 @@
 /**
- * The lean routes (answers and pending lists served before the router) answer exactly as the
- * HttpApi router does: every row of the bad-input table, requests the lean routes leave to the
- * router (encoded ids, other query parameters, other content types), pending lists for each kind
- * of token, and answers (a first one, the same again, a conflicting one) get the same status and
- * the same body from a server with the lean routes and from one with the router alone, over one
- * gate.
+ * The lean routes (answers, pending lists and, on Node's server, the whole log's event stream,
+ * served before the router) answer exactly as the HttpApi router does: every row of the bad-input
+ * table, requests the lean routes leave to the router (encoded ids, other query parameters, other
+ * content types), pending lists for each kind of token, answers (a first one, the same again, a
+ * conflicting one) and event streams (from the start, after a seq, resumed with Last-Event-ID, for
+ * a token limited to some sessions) get the same status, headers and bytes from a server with the
+ * lean routes and from one with the router alone, over one gate.
  */
 import { expect } from "bun:test"
 import { Context, Effect, Layer } from "effect"
 import { describe, layer } from "../support/effectTest.js"
 import { type Ids, type Row, setUpIds, table } from "./support/badInputs.js"
 import {
+  authorization,
   bash,
   paused,
   type Reply,
@@ -22,7 +24,7 @@ import {
 
 class Fixture extends Context.Tag("tests/server/LeanRoutesFixture")<Fixture, {
   readonly server: TestServer
-  readonly routerOnly: TestServer["request"]
+  readonly routerOnly: TestServer["request"] & { readonly url: string }
   readonly ids: Ids
 }>() {}
 
@@ -150,6 +152,60 @@ layer(FixtureLive)("lean routes", (it) => {
       }
       const all = yield* same("GET", "/approvals/pending")
       expect(all.json.length).toBeGreaterThanOrEqual(2)
+    }))
+
+  it.live("event streams, from anywhere and for every kind of token: the same head and bytes as the router", () =>
+    Effect.gen(function*() {
+      const { routerOnly, server } = yield* Fixture
+      yield* paused(server.gate, bash("team-a-2", "lean-stream-1"))
+      yield* paused(server.gate, bash("s8", "lean-stream-2"))
+      const head: number = (yield* server.request("GET", "/audit/head")).json.lastSeq
+      expect(head).toBeGreaterThan(4)
+      /** What a client gets until it has `events` events: the head, then the bytes. */
+      const read = (url: string, events: number, query: string, headers: Record<string, string>) =>
+        Effect.promise(async () => {
+          const controller = new AbortController()
+          const response = await fetch(`${url}/audit/stream${query}`, { headers, signal: controller.signal })
+          const reader = response.body!.getReader()
+          const decoder = new TextDecoder()
+          let text = ""
+          // the retry hint, then each event's block
+          while (text.split("\n\n").length - 2 < events) {
+            const chunk = await reader.read()
+            if (chunk.done) break
+            text += decoder.decode(chunk.value, { stream: true })
+          }
+          controller.abort()
+          // the headers the endpoint sets (the headers every response gets are Server.layerApp's, which
+          // the router-only server leaves out: tests/server/headers.test.ts checks them on the stream)
+          const header = (name: string) => response.headers.get(name)
+          return {
+            status: response.status,
+            headers: ["content-type", "cache-control", "x-accel-buffering"].map(header),
+            text
+          }
+        })
+      const cases = [
+        { token: "approver", query: "", lastEventId: undefined },
+        { token: "approver", query: "?afterSeq=2", lastEventId: undefined },
+        { token: "approver", query: "", lastEventId: String(head - 2) },
+        { token: "auditor", query: "?afterSeq=1", lastEventId: "3" },
+        { token: "teamA", query: "", lastEventId: undefined },
+        { token: "teamA", query: `?afterSeq=${head}`, lastEventId: undefined }
+      ] as const
+      for (const { lastEventId, query, token } of cases) {
+        const headers: Record<string, string> = { accept: "text/event-stream", ...authorization(token) }
+        if (lastEventId !== undefined) headers["last-event-id"] = lastEventId
+        const after = lastEventId ?? (query === "" ? "0" : query.slice("?afterSeq=".length))
+        // the events this token sees after that point, up to the head (the log is still meanwhile)
+        const visible = (yield* server.request("GET", `/audit?afterSeq=${after}&limit=1000`, { token })).json.length
+        const lean = yield* read(server.url, visible, query, headers)
+        const router = yield* read(routerOnly.url, visible, query, headers)
+        expect({ token, query, lastEventId, ...lean }).toEqual({ token, query, lastEventId, ...router })
+        expect(lean.status).toBe(200)
+        expect(lean.text.startsWith("retry: 1000\n\n")).toBe(true)
+        expect(lean.text.split("\ndata: ").length - 1).toBe(visible)
+      }
     }))
 
   it.live("an answer, the same again, a different one: the same as the router", () =>

@@ -42,7 +42,7 @@ import {
   ToolGateError
 } from "@tool-gate/core"
 import { Context, Effect, Exit, FiberRef, Layer, Option, type Redacted, Schema, Scope } from "effect"
-import { PassThrough } from "node:stream"
+import { PassThrough, type Writable } from "node:stream"
 import {
   Api,
   type Extension,
@@ -268,32 +268,36 @@ const maxUnreadBytes = 4 * 1024 * 1024
 /** The largest write to a stream's body (a transform hands each write on whole). */
 const writePiece = 1024 * 1024
 
+/** An event stream's content type and headers, before the headers every response gets. */
+const sseOptions = {
+  contentType: "text/event-stream",
+  headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+} as const
+
 /**
- * Server-Sent Events: a `retry` hint first (it also gets the headers out at once), then every
- * event, with a comment line every 15 seconds so idle proxies keep the connection open.
- *
- * The body is a Node stream the server pipes to the socket: the fan-out writes each batch's bytes
- * to it and the heartbeat writes there too, with no Effect stream per client between them (a
- * stream's per-chunk work was most of what a client cost). The client's part of the fan-out lives
- * in a scope of its own, closed when the body closes: the client went away, the server cut the
- * connection, or the fan-out failed the client (then the body ends, and so does the response).
- * Node's server pipes the body within the request, so when the request's scope closes the body is
- * done with, or was never piped (the client left before the answer): it is destroyed then. A web
- * handler hands the body on as the `Response`'s and ends the request at once: its body lives until
- * the reader cancels it.
+ * Server-Sent Events written to `body`: a `retry` hint first (it also gets the headers out at
+ * once), then every event, with a comment line every 15 seconds so idle proxies keep the
+ * connection open. The fan-out writes each batch's bytes to `body` and the heartbeat writes there
+ * too, with no Effect stream per client between them (a stream's per-chunk work was most of what
+ * a client cost). The client's part of the fan-out lives in a scope of its own, closed when the
+ * body closes: the client went away, the server cut the connection, or the fan-out failed the
+ * client (then the body ends, and so does the response). `unread`: the bytes written to `body`
+ * that the client has not taken yet.
  */
-const sseResponse = (
+const followInto = (
   fanout: AuditFanout.Fanout,
   query: AuditEvent.AuditQuery,
-  keep: (event: AuditEvent.AuditEvent) => boolean
-) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const body = new PassThrough()
+  keep: (event: AuditEvent.AuditEvent) => boolean,
+  body: Writable,
+  unread: () => number
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    // a client gone already (it left before its answer) is followed by nothing
+    if (!body.writable) return Effect.void
     /** `false`: the client holds as much as it should (a replay waits for `drained`), or is gone. */
     const send = (bytes: Uint8Array) => {
       if (!body.writable) return false
-      if (body.writableLength + body.readableLength > maxUnreadBytes) {
+      if (unread() > maxUnreadBytes) {
         // it stopped reading: cut off (it resumes with Last-Event-ID) rather than held in memory
         body.destroy()
         return false
@@ -317,12 +321,39 @@ const sseResponse = (
         body.off("close", done)
       })
     })
-    const scope = yield* Scope.make()
+    // the body's close is watched from here on, in the step that saw it open
+    let scope: Scope.CloseableScope | undefined
+    let gone = false
     const heartbeat = setInterval(() => send(keepAlive), keepAliveMs)
     body.once("close", () => {
+      gone = true
       clearInterval(heartbeat)
-      Effect.runFork(Scope.close(scope, Exit.void))
+      if (scope !== undefined) Effect.runFork(Scope.close(scope, Exit.void))
     })
+    send(retryHint)
+    return Effect.flatMap(Scope.make(), (made) => {
+      scope = made
+      if (gone) return Scope.close(made, Exit.void)
+      return Scope.extend(fanout.follow({ query, keep, push: send, drained, fail: () => body.end() }), made)
+    })
+  })
+
+/**
+ * The event stream as the platform serves it: the body is a Node stream the server pipes to the
+ * socket. Node's server pipes the body within the request, so when the request's scope closes the
+ * body is done with, or was never piped (the client left before the answer): it is destroyed then.
+ * A web handler hands the body on as the `Response`'s and ends the request at once: its body lives
+ * until the reader cancels it. (On `Server.layerNodeServer` a plain stream request never gets here:
+ * the Node fast path writes it to the socket's response itself, `followInto` on the response.)
+ */
+const sseResponse = (
+  fanout: AuditFanout.Fanout,
+  query: AuditEvent.AuditQuery,
+  keep: (event: AuditEvent.AuditEvent) => boolean
+) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = new PassThrough()
     // A plain finalizer of the request's scope: one of `Effect.addFinalizer` first restores the
     // context of the fiber that added it, a patch per service of the server on every departure.
     if (!(request.source instanceof Request)) {
@@ -331,12 +362,8 @@ const sseResponse = (
         Effect.sync(() => body.destroy())
       )
     }
-    send(retryHint)
-    yield* Scope.extend(fanout.follow({ query, keep, push: send, drained, fail: () => body.end() }), scope)
-    return HttpServerResponse.raw(body, {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
-    })
+    yield* followInto(fanout, query, keep, body, () => body.writableLength + body.readableLength)
+    return HttpServerResponse.raw(body, sseOptions)
   })
 
 /**
@@ -612,7 +639,7 @@ export const layerBodyLimitWithLeanRoutes = (
     const limited = bodyLimited(limitBytes)
     const withLean = (app: HttpApp.Default<never, never>) =>
       limited(lean(app)) as HttpApp.Default<HttpApiError.HttpApiDecodeError | PayloadTooLarge>
-    yield* installNodeFastPath(limitBytes, authenticate, handlers, withLean)
+    yield* installNodeFastPath(limitBytes, authenticate, handlers, shared.fanout, withLean)
     // The API's error encoding covers every endpoint's errors, not only the API-wide ones a
     // middleware's type names: the lean routes fail with their endpoints' errors, as the handlers.
     return HttpApiBuilder.middleware(Api, withLean)
@@ -622,16 +649,18 @@ export const layerBodyLimitWithLeanRoutes = (
 const builtInTracer = Effect.runSync(Effect.tracer)
 
 /**
- * The lean routes on Node's server itself (`internal/nodeFastPath.ts`), when the server is
- * `Server.layerNodeServer`'s, no tracer is installed (the platform's span of each request stays
- * where one is), the bearer check is `Auth.layer`'s (it reads nothing but the token) and no
- * handler of the program's own is set for every response (`Server.layerApp` sets its headers on
- * the served app alone, and the fast path sets the same ones).
+ * The lean routes, and the event stream of the whole log, on Node's server itself
+ * (`internal/nodeFastPath.ts`), when the server is `Server.layerNodeServer`'s, no tracer is
+ * installed (the platform's span of each request stays where one is), the bearer check is
+ * `Auth.layer`'s (it reads nothing but the token) and no handler of the program's own is set for
+ * every response (`Server.layerApp` sets its headers on the served app alone, and the fast path
+ * sets the same ones).
  */
 const installNodeFastPath = (
   limitBytes: number,
   authenticate: Auth.Authentication["Type"]["bearer"],
   handlers: ReturnType<typeof approvals>,
+  fanout: AuditFanout.Fanout,
   withLean: (app: HttpApp.Default<never, never>) => HttpApp.Default<HttpApiError.HttpApiDecodeError | PayloadTooLarge>
 ) =>
   Effect.gen(function*() {
@@ -670,6 +699,16 @@ const installNodeFastPath = (
           request
         ))),
       finish: ResponseHeaders.finish,
+      stream: (response, afterSeq) =>
+        Effect.flatMap(Auth.CurrentPrincipal, (principal) =>
+          followInto(
+            fanout,
+            { afterSeq },
+            (event) => principal.canSee(event.sessionKey),
+            response,
+            () => response.writableLength
+          )),
+      streamHead: HttpServerResponse.raw(undefined, sseOptions),
       runtime
     }))
   })

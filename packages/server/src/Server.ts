@@ -121,8 +121,8 @@ export const layerApp = (
  * Node's HTTP server, closed promptly: a graceful close waits for every connection to end, and
  * event streams (the console's, `audit --follow`) never end by themselves, so on release every
  * connection is cut first (this finalizer is added after the server's own close, so runs before).
- * `layerApp` serves answers and pending lists on this server before the platform
- * (`Http.layerBodyLimitWithLeanRoutes`).
+ * `layerApp` serves answers, pending lists and plain event streams on this server before the
+ * platform (`Http.layerBodyLimitWithLeanRoutes`).
  *
  * @since 0.1.0
  * @category layers

@@ -114,7 +114,8 @@ const requester = (url: string) => (method: string, path: string, request: Reque
 
 /**
  * A second server over `server`'s gate and store that serves every request through the HttpApi
- * router (the body limit without the lean routes), to compare answers with; its `request`.
+ * router (the body limit without the lean routes), to compare answers with; its `request`, and its
+ * `url` (for the event stream).
  */
 export const startRouterOnlyServer = (server: TestServer, options: { readonly maxBodyBytes?: number } = {}) =>
   Effect.gen(function*() {
@@ -130,7 +131,8 @@ export const startRouterOnlyServer = (server: TestServer, options: { readonly ma
     )
     const address = Context.get(context, HttpServer.HttpServer).address
     if (address._tag !== "TcpAddress") return yield* Effect.die("expected a TCP address")
-    return requester(`http://127.0.0.1:${address.port}`)
+    const url = `http://127.0.0.1:${address.port}`
+    return Object.assign(requester(url), { url })
   })
 
 /** Starts a server for the current scope; `filename` to share a database file with other processes. */

@@ -7,6 +7,11 @@
  * same error encoding, since it runs inside the API's middleware. It takes only requests whose
  * method, path and query it can read without decoding (plain ids and session keys, no other
  * query parameter, a JSON body): anything else goes to the router as before.
+ *
+ * On Node's server (`makeNode`) the event stream of the whole log is taken too (`afterSeq` and
+ * `Last-Event-ID` at most, checked by the endpoint's own schemas, and a known token): its bytes go
+ * to the socket's response itself, with no body stream between and none of the platform's work
+ * per request, which every reconnecting client pays again.
  */
 import {
   HttpApiBuilder,
@@ -18,7 +23,19 @@ import {
   type HttpServerResponse
 } from "@effect/platform"
 import type { ApprovalRequest, ToolCall } from "@tool-gate/core"
-import { type Cause, Effect, FiberId, Option, ParseResult, Redacted, Runtime, Schema, Tracer } from "effect"
+import {
+  type Cause,
+  Effect,
+  Either,
+  Exit,
+  FiberId,
+  Option,
+  ParseResult,
+  Redacted,
+  Runtime,
+  Schema,
+  Tracer
+} from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Api } from "../Api.js"
 import * as Auth from "../Auth.js"
@@ -50,6 +67,18 @@ const decodePendingParams = decoderOf<{ readonly sessionKey?: ToolCall.SessionKe
 const respondPath = /^\/approvals\/([A-Za-z0-9_-]{1,100})\/respond$/
 const pendingPath = "/approvals/pending"
 const pendingQuery = /^\/approvals\/pending\?sessionKey=([A-Za-z0-9_-]+)$/
+const streamPath = "/audit/stream"
+const streamQuery = /^\/audit\/stream(?:\?afterSeq=([0-9]+))?$/
+
+const streamEndpoint = Api.groups.audit.endpoints.stream
+/** A schema of an endpoint, as its type says it is, decoding without an Effect. */
+const syncDecoderOf = <A>(schema: Option.Option<unknown>) =>
+  Schema.decodeUnknownEither(Option.getOrThrow(schema) as Schema.Schema<A, unknown>)
+// the event stream's own checks of `afterSeq` and `Last-Event-ID`
+const decodeStreamParams = syncDecoderOf<{ readonly afterSeq?: number | undefined }>(streamEndpoint.urlParamsSchema)
+const decodeStreamHeaders = syncDecoderOf<{ readonly "last-event-id"?: number | undefined }>(
+  streamEndpoint.headersSchema
+)
 
 /** The bearer token as the HttpApi security middleware reads it. */
 const bearer = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
@@ -173,6 +202,16 @@ export const makeNode = <E1, E2, R>(options: {
     url: string,
     response: HttpServerResponse.HttpServerResponse
   ) => HttpServerResponse.HttpServerResponse
+  /**
+   * The whole audit log as an event stream, from after `afterSeq`, written to `response` (its
+   * status and headers, `streamHead`, written already) under the token's principal.
+   */
+  readonly stream: (
+    response: ServerResponse,
+    afterSeq: number | undefined
+  ) => Effect.Effect<void, never, Auth.CurrentPrincipal>
+  /** the event stream's status and headers, as its endpoint answers (before `finish`) */
+  readonly streamHead: HttpServerResponse.HttpServerResponse
   readonly runtime: Runtime.Runtime<R>
 }) => {
   const runFork = Runtime.runFork(options.runtime)
@@ -245,11 +284,44 @@ export const makeNode = <E1, E2, R>(options: {
     })
   }
 
+  /**
+   * An event stream of the whole log for a known token: its head, then what `stream` writes.
+   * The token is checked in the listener's step (the check reads nothing but the token, and
+   * completes at once): a request it refuses is left to the platform, to be refused as the platform
+   * refuses it. Nothing is interrupted when the client goes: the stream's part ends with the
+   * response's close.
+   */
+  const follow = (request: IncomingMessage, response: ServerResponse, url: string, afterSeq: number | undefined) => {
+    const principal = Effect.runSyncExit(
+      options.authenticate(Redacted.make((request.headers.authorization ?? "").slice(bearerLength)))
+    )
+    if (Exit.isFailure(principal)) return false
+    runFork(Effect.suspend(() => {
+      if (response.writableEnded || response.destroyed) return Effect.void
+      const head = options.finish(url, options.streamHead)
+      response.writeHead(head.status, head.headers)
+      return Effect.provideService(options.stream(response, afterSeq), Auth.CurrentPrincipal, principal.value)
+    }))
+    return true
+  }
+
   return (request: IncomingMessage, response: ServerResponse): boolean => {
     const url = request.url ?? ""
     const headers = request.headers
     if (headers["transfer-encoding"] !== undefined) return false
     const length = headers["content-length"]
+    if (request.method === "GET" && url.startsWith(streamPath)) {
+      if (length !== undefined && length !== "0") return false
+      const match = streamQuery.exec(url)
+      if (match === null) return false
+      // what the endpoint would refuse is left to it, to be refused as it refuses it
+      const params = decodeStreamParams(match[1] === undefined ? {} : { afterSeq: match[1] })
+      const lastEventId = headers["last-event-id"]
+      const head = decodeStreamHeaders(lastEventId === undefined ? {} : { "last-event-id": lastEventId })
+      if (Either.isLeft(params) || Either.isLeft(head)) return false
+      // a reconnecting EventSource sends the last id it saw; it wins over the URL it reuses
+      return follow(request, response, url, head.right["last-event-id"] ?? params.right.afterSeq)
+    }
     if (request.method === "POST") {
       const match = respondPath.exec(url)
       if (match === null) return false
