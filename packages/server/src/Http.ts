@@ -699,15 +699,14 @@ const installNodeFastPath = (
           request
         ))),
       finish: ResponseHeaders.finish,
-      stream: (response, afterSeq) =>
-        Effect.flatMap(Auth.CurrentPrincipal, (principal) =>
-          followInto(
-            fanout,
-            { afterSeq },
-            (event) => principal.canSee(event.sessionKey),
-            response,
-            () => response.writableLength
-          )),
+      stream: (response, afterSeq, principal) =>
+        followInto(
+          fanout,
+          { afterSeq },
+          (event) => principal.canSee(event.sessionKey),
+          response,
+          () => response.writableLength
+        ),
       streamHead: HttpServerResponse.raw(undefined, sseOptions),
       runtime
     }))

@@ -203,13 +203,14 @@ export const makeNode = <E1, E2, R>(options: {
     response: HttpServerResponse.HttpServerResponse
   ) => HttpServerResponse.HttpServerResponse
   /**
-   * The whole audit log as an event stream, from after `afterSeq`, written to `response` (its
-   * status and headers, `streamHead`, written already) under the token's principal.
+   * The whole audit log as the token's principal may see it, as an event stream from after
+   * `afterSeq`, written to `response` (its status and headers, `streamHead`, written already).
    */
   readonly stream: (
     response: ServerResponse,
-    afterSeq: number | undefined
-  ) => Effect.Effect<void, never, Auth.CurrentPrincipal>
+    afterSeq: number | undefined,
+    principal: Auth.Principal
+  ) => Effect.Effect<void>
   /** the event stream's status and headers, as its endpoint answers (before `finish`) */
   readonly streamHead: HttpServerResponse.HttpServerResponse
   readonly runtime: Runtime.Runtime<R>
@@ -300,7 +301,7 @@ export const makeNode = <E1, E2, R>(options: {
       if (response.writableEnded || response.destroyed) return Effect.void
       const head = options.finish(url, options.streamHead)
       response.writeHead(head.status, head.headers)
-      return Effect.provideService(options.stream(response, afterSeq), Auth.CurrentPrincipal, principal.value)
+      return options.stream(response, afterSeq, principal.value)
     }))
     return true
   }

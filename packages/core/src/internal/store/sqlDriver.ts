@@ -2,7 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Context, Deferred, Effect, Either, Option, type ParseResult, Stream } from "effect"
+import { Context, Deferred, Effect, Either, type Fiber, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type {
   ApprovalEncoded,
@@ -76,6 +76,11 @@ export const make = (
     // connection kept for them while it is free (see keptConnection.ts)
     const keep = !isSqlite && options.keepConnections
     const onKept = keep ? yield* KeptConnection.makeShared(sql.reserve) : undefined
+    /** The connection of the transaction the fiber runs in (a batch's or the caller's), if any. */
+    const transactionOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Connection | undefined => {
+      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      return transaction._tag === "Some" ? transaction.value[0] : undefined
+    }
     const onConnection = (text: string, params: ReadonlyArray<unknown>) => (conn: Connection) =>
       conn.execute(text, params as ReadonlyArray<any>, undefined)
     /** Runs text outside a transaction: on SQLite's one connection, else the pool (or the kept one). */
@@ -87,10 +92,8 @@ export const make = (
     /** Runs text on the transaction's (or the batch's) connection when there is one, else outside. */
     const exec: Statements.Exec = (text, params) =>
       Effect.withFiberRuntime((fiber) => {
-        const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-        return transaction._tag === "Some"
-          ? transaction.value[0].execute(text, params as ReadonlyArray<any>, undefined)
-          : outside(text, params)
+        const conn = transactionOf(fiber)
+        return conn !== undefined ? conn.execute(text, params as ReadonlyArray<any>, undefined) : outside(text, params)
       })
     // PostgreSQL NOTIFY folded into the event insert (the feed's `onCommit` otherwise)
     const notifyChannel = isSqlite ? undefined : feed.channel
@@ -169,13 +172,12 @@ export const make = (
       return wrapped
     }
     const holdsWriteLock = Effect.withFiberRuntime<boolean>((fiber) => {
-      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      return Effect.succeed(transaction._tag === "Some" && transaction.value[0] === locked)
+      const conn = transactionOf(fiber)
+      return Effect.succeed(conn !== undefined && conn === locked)
     })
     /** The head for the next append of the running transaction: known, or read (after the lock). */
     const headNow: Effect.Effect<Head, SqlError> = Effect.withFiberRuntime((fiber) => {
-      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      const conn = transaction._tag === "Some" ? transaction.value[0] : undefined
+      const conn = transactionOf(fiber)
       if (head !== undefined && conn !== undefined && head.conn === conn) return Effect.succeed(head)
       return Effect.map(q.chainHead({}), (rows) => {
         const read = headOf(conn, rows)
@@ -507,8 +509,7 @@ export const make = (
       Effect.withFiberRuntime((fiber) => {
         const known = committed
         if (
-          known === undefined || writing > 0 ||
-          Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
+          known === undefined || writing > 0 || transactionOf(fiber) !== undefined
         ) return Effect.succeedNone
         if (skips > 0) {
           skips--
