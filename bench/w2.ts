@@ -10,6 +10,8 @@
  * responder answers N at a time (1 by default); W2_INFLIGHT_ROUNDS=N: both in-flight phases N times,
  * the first reported as before, the median of the others as `settled...` (the JIT settled). CPU
  * per round trip: the process's, and its main thread's (Linux), steadier on a shared machine.
+ * Then, on a store of their own, the Effect steps of a round trip (bench/effectSteps.ts), sequential
+ * and each answering its own with W2_STEPS_CALLS=500 in flight: a count no busy machine moves.
  */
 import { ApprovalRequest, ApprovalStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { ToolGatePg } from "@tool-gate/pg"
@@ -17,6 +19,7 @@ import { ToolGateSqlite } from "@tool-gate/sqlite"
 import type { Layer } from "effect"
 import { Effect, Fiber, Redacted, Stream } from "effect"
 import { pgSchema } from "../tests/support/sqlStores.js"
+import { counted, StepCounter, stepsPer } from "./effectSteps.js"
 import { runMain } from "./main.js"
 import { postgresCpuMs, postgresCpuMsPer } from "./postgresCpu.js"
 import { checkpointsFromEnv } from "./sqliteCheckpoints.js"
@@ -32,6 +35,9 @@ const RESPONDERS = Number(process.env.W2_RESPONDERS ?? 1)
 // rounds of the two in-flight phases: the first as earlier stops measured it (cold for the JIT),
 // the median of the others reported as `settled...`
 const INFLIGHT_ROUNDS = Number(process.env.W2_INFLIGHT_ROUNDS ?? 1)
+
+// round trips whose Effect steps are counted, after as many unmeasured
+const STEPS_CALLS = Number(process.env.W2_STEPS_CALLS ?? 500)
 
 const percentile = (xs: Array<number>, p: number) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -201,9 +207,53 @@ export const runW2With = <E>(
     }
   }).pipe(Effect.provide(gateLayer))
 
-/** On a SQLite file (WAL), with the default `@tool-gate/sqlite` layer. */
+/**
+ * The Effect steps of a round trip on a gate of its own (counted apart from the timed runs, whose
+ * figures the count would slow): one after another, and in flight each answering its own.
+ */
+export const effectStepsWith = <E>(gateLayer: Layer.Layer<ToolGate.ToolGate, E>) => {
+  const counter = new StepCounter()
+  return counted(
+    Effect.gen(function*() {
+      const gate = yield* ToolGate.ToolGate
+      yield* Effect.sleep("200 millis")
+      const roundTrip = (id: string) =>
+        Effect.gen(function*() {
+          const paused = yield* gate.authorize(bash(id))
+          if (!PauseSignal.isPauseSignal(paused)) return yield* Effect.die("expected a pause")
+          yield* gate.respond(paused.requestId, { decision: "approve_once", respondedBy: "bench" })
+          yield* gate.gate(bash(id), () => Effect.void)
+        })
+      const ids = (prefix: string) => Array.from({ length: STEPS_CALLS }, (_, i) => `${prefix}-${i}`)
+      yield* Effect.forEach(ids("steps-warm"), roundTrip, { discard: true })
+      const sequential = yield* stepsPer(
+        counter,
+        STEPS_CALLS,
+        Effect.forEach(ids("steps-seq"), roundTrip, { discard: true })
+      )
+      const inFlight = yield* stepsPer(
+        counter,
+        STEPS_CALLS,
+        Effect.forEach(ids("steps-par"), roundTrip, { concurrency: "unbounded", discard: true })
+      )
+      return {
+        sequentialEffectStepsPerRoundTrip: sequential,
+        concurrentSelfApprovedEffectStepsPerRoundTrip: inFlight
+      }
+    }).pipe(Effect.provide(gateLayer)),
+    counter
+  )
+}
+
+const sqliteLayer = (filename: string) => ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() })
+
+/** On a SQLite file (WAL), with the default `@tool-gate/sqlite` layer; the steps on a file beside it. */
 export const runW2 = (filename: string) =>
-  runW2With(ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() }))
+  Effect.zipWith(
+    runW2With(sqliteLayer(filename)),
+    effectStepsWith(sqliteLayer(`${filename}-steps`)),
+    (figures, steps) => ({ ...figures, ...steps })
+  )
 
 /** A server on this machine, whose processes' CPU can be read. */
 const isLocal = (url: string) => ["localhost", "127.0.0.1", "[::1]"].includes(new URL(url).hostname)
@@ -211,9 +261,14 @@ const isLocal = (url: string) => ["localhost", "127.0.0.1", "[::1]"].includes(ne
 /** On PostgreSQL, in a fresh schema dropped afterwards. */
 export const runW2Pg = (url: string) =>
   Effect.scoped(
-    Effect.flatMap(
-      pgSchema(url),
-      (schemaUrl) => runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }), isLocal(url))
+    Effect.zipWith(
+      Effect.flatMap(
+        pgSchema(url),
+        (schemaUrl) => runW2With(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }), isLocal(url))
+      ),
+      Effect.flatMap(pgSchema(url), (schemaUrl) =>
+        effectStepsWith(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy }))),
+      (figures, steps) => ({ ...figures, ...steps })
     )
   )
 
