@@ -5,6 +5,8 @@
  * each, all started together. Figures: decisions per second (all processes together), p50/p99 of
  * one decision, CPU ms per decision (`process.cpuUsage`, summed over the processes), and on
  * PostgreSQL how busy the machine's cores were meanwhile (`machineCpuBusyPct`, server included).
+ * Then, on a store of their own, the Effect steps of a decision with 64 in flight
+ * (bench/effectSteps.ts; W6_STEPS_CALLS=2000): a count no busy machine moves.
  *
  *   bun --conditions=@tool-gate/source bench/w6.ts      W6_CALLS=20000 per process by default,
  *                                                       after W6_WARMUP=5000 unmeasured ones
@@ -17,6 +19,7 @@ import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createInterface } from "node:readline"
 import { pgSchema } from "../tests/support/sqlStores.js"
+import { counted, StepCounter, stepsPer } from "./effectSteps.js"
 import { runMain } from "./main.js"
 import { checkpointsFromEnv } from "./sqliteCheckpoints.js"
 import { mainThreadCpuMs } from "./threadCpu.js"
@@ -24,6 +27,8 @@ import { mainThreadCpuMs } from "./threadCpu.js"
 const CALLS = Number(process.env.W6_CALLS ?? 20_000)
 const WARMUP = Number(process.env.W6_WARMUP ?? 5_000)
 const IN_FLIGHT = 64
+// decisions whose Effect steps are counted, after as many unmeasured
+const STEPS_CALLS = Number(process.env.W6_STEPS_CALLS ?? 2_000)
 
 const policy = Policy.unsafeMake({ allow: ["ls"] })
 
@@ -118,6 +123,19 @@ const figures = (runs: ReadonlyArray<Run>) => {
 const runWith = <E>(layer: Layer.Layer<ToolGate.ToolGate, E>, tag: string, before?: Effect.Effect<void>) =>
   Effect.runPromise(authorizeAll(tag, CALLS, before).pipe(Effect.provide(layer)))
 
+/** The Effect steps of a decision, `IN_FLIGHT` at once, on a gate of its own (apart from the timed runs). */
+const effectStepsWith = <E>(layer: Layer.Layer<ToolGate.ToolGate, E>) => {
+  const counter = new StepCounter()
+  return Effect.runPromise(counted(
+    Effect.gen(function*() {
+      const gate = yield* ToolGate.ToolGate
+      yield* inFlight(gate, "steps-warm", STEPS_CALLS)
+      return { effectStepsPerDecision: yield* stepsPer(counter, STEPS_CALLS, inFlight(gate, "steps", STEPS_CALLS)) }
+    }).pipe(Effect.provide(layer)),
+    counter
+  ))
+}
+
 // A worker process (PostgreSQL): opens the store, says ready, waits for "go" on stdin, runs, and
 // prints its run as one JSON line.
 if (process.argv[2] === "worker") {
@@ -184,8 +202,12 @@ const pgProcesses = (
 
 if (import.meta.main) {
   await runMain("W6", {
-    sqlite: async (filename) =>
-      figures([await runWith(ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() }), "sqlite")]),
+    sqlite: async (filename) => ({
+      ...figures([
+        await runWith(ToolGateSqlite.layer({ filename, policy, checkpoints: checkpointsFromEnv() }), "sqlite")
+      ]),
+      ...(await effectStepsWith(ToolGateSqlite.layer({ filename: `${filename}-steps`, policy })))
+    }),
     postgres: async (url) => {
       const byProcesses: Record<string, object> = {}
       for (const processes of [1, 2, 4]) {
@@ -196,7 +218,16 @@ if (import.meta.main) {
         )
         byProcesses[`${processes} process${processes > 1 ? "es" : ""}`] = { ...figures(runs), machineCpuBusyPct }
       }
-      return byProcesses
+      const steps = await Effect.runPromise(
+        Effect.scoped(
+          Effect.flatMap(
+            pgSchema(url),
+            (schemaUrl) =>
+              Effect.promise(() => effectStepsWith(ToolGatePg.layer({ url: Redacted.make(schemaUrl), policy })))
+          )
+        )
+      )
+      return { ...byProcesses, ...steps }
     }
   })
 }
