@@ -1,7 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Exit, Queue, type Scope } from "effect"
+import { Context, Effect, Exit, Queue, Scope } from "effect"
 import * as KeptConnection from "./keptConnection.js"
 
 /**
@@ -146,33 +146,35 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       ? (conn: Connection, text: string) => conn.execute(text, [], undefined)
       : (conn: Connection, text: string) => conn.executeUnprepared(text, [], undefined)
 
-    const onConnection = (conn: Connection) => <A, E>(body: Effect.Effect<A, E>) =>
-      Effect.exit(Effect.provideService(body, SqlClient.TransactionConnection, [conn, 0] as const))
+    // one statement (as the store's transactions open) runs as it is: a loop over one costs steps
+    const beginOn = (conn: Connection): Effect.Effect<unknown, SqlError> =>
+      options.begin.length === 1
+        ? statement(conn, options.begin[0]!)
+        : Effect.forEach(options.begin, (text) => statement(conn, text), { discard: true })
 
     /**
      * Runs `jobs` in order, each group's calls merged at the place of its first call; sets each
      * job's exit. `stopOnFailure` (writes, in one transaction): stops at the first failure. Says
      * whether every job succeeded.
      */
-    const runMerged = (conn: Connection, jobs: ReadonlyArray<Job>, stopOnFailure: boolean) =>
+    const runMerged = (jobs: ReadonlyArray<Job>, stopOnFailure: boolean) =>
       Effect.gen(function*() {
-        const run = onConnection(conn)
         let succeeded = true
         for (let i = 0; i < jobs.length; i++) {
           const job = jobs[i]!
           if (job.exit !== undefined) continue
           const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
           if (members.length < 2) {
-            job.exit = yield* run(bodyOf(job))
+            job.exit = yield* Effect.exit(bodyOf(job))
           } else {
-            const exit = yield* run(job.group!.run(members.map((member) => member.input)))
+            const exit = yield* Effect.exit(job.group!.run(members.map((member) => member.input)))
             if (Exit.isSuccess(exit)) {
               members.forEach((member, k) => member.exit = Exit.succeed(exit.value[k]))
             } else if (stopOnFailure) {
               job.exit = exit
             } else {
               // a read: each call again alone, so one call's failure stays its own
-              for (const member of members) member.exit = yield* run(bodyOf(member))
+              for (const member of members) member.exit = yield* Effect.exit(bodyOf(member))
             }
           }
           if (Exit.isFailure(job.exit!)) {
@@ -189,24 +191,21 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
      */
     const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<boolean> =>
       Effect.gen(function*() {
-        const run = onConnection(conn)
         if (statementAlone(writes)) {
           // one statement is all-or-nothing: when a merged one fails, each call runs alone
-          if (!(yield* runMerged(conn, writes, true)) && writes.length > 1) {
-            for (const job of writes) job.exit = yield* run(bodyOf(job))
+          if (!(yield* runMerged(writes, true)) && writes.length > 1) {
+            for (const job of writes) job.exit = yield* Effect.exit(bodyOf(job))
           }
           return true
         }
         const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
-        const begun = yield* Effect.exit(
-          Effect.forEach(options.begin, (text) => statement(conn, text), { discard: true })
-        )
+        const begun = yield* Effect.exit(beginOn(conn))
         if (Exit.isFailure(begun)) {
           yield* rollback
           for (const job of writes) job.exit = begun
           return false
         }
-        const ran = yield* runMerged(conn, writes, true)
+        const ran = yield* runMerged(writes, true)
         if (!ran) {
           yield* rollback
           if (writes.length === 1) return true
@@ -233,13 +232,13 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         const job = jobs[0]!
         return job.write
           ? runWrites(conn, jobs)
-          : Effect.map(onConnection(conn)(bodyOf(job)), (exit) => {
+          : Effect.map(Effect.exit(bodyOf(job)), (exit) => {
             job.exit = exit
             return true
           })
       }
       return Effect.gen(function*() {
-        yield* runMerged(conn, jobs.filter((job) => !job.write), false)
+        yield* runMerged(jobs.filter((job) => !job.write), false)
         const writes = jobs.filter((job) => job.write)
         return writes.length === 0 || (yield* runWrites(conn, writes))
       })
@@ -249,12 +248,22 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       for (const job of jobs) job.exit = exit
     }
 
-    /** Runs a batch on a connection of its own; sets every job's exit. */
+    /**
+     * Runs a batch on a connection of its own; sets every job's exit. The reservation's scope and
+     * the connection the bodies find are provided together, in one step: the connection's slot is
+     * filled once it is reserved.
+     */
     const runReserved = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
-      Effect.scoped(Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
-        if (Exit.isFailure(reserved)) return Effect.sync(() => failAll(jobs, reserved))
-        return Effect.asVoid(runOn(reserved.value, jobs))
-      }))
+      Effect.flatMap(Scope.make(), (scope) => {
+        const slot: [Connection, number] = [undefined as unknown as Connection, 0]
+        const context = Context.make(Scope.Scope, scope).pipe(Context.add(SqlClient.TransactionConnection, slot))
+        const run = Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
+          if (Exit.isFailure(reserved)) return Effect.sync(() => failAll(jobs, reserved))
+          slot[0] = reserved.value
+          return Effect.asVoid(runOn(reserved.value, jobs))
+        })
+        return Effect.onExit(Effect.provide(run, context), (exit) => Scope.close(scope, exit))
+      })
 
     const kept = options.keep ? yield* KeptConnection.make(options.reserve) : undefined
 
@@ -265,7 +274,11 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         for (let attempt = 1;; attempt++) {
           const conn = yield* Effect.exit(kept.get)
           if (Exit.isFailure(conn)) return failAll(running, conn)
-          const begun = yield* runOn(conn.value, running)
+          const begun = yield* Effect.provideService(
+            runOn(conn.value, running),
+            SqlClient.TransactionConnection,
+            [conn.value, 0] as const
+          )
           const failed = running.some((job) => Exit.isFailure(job.exit!))
           if (failed) yield* kept.drop
           if (attempt === 2) return
