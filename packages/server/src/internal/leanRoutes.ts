@@ -282,16 +282,18 @@ export const makeNode = <E1, E2, R>(options: {
         options.authenticate(Redacted.make((request.headers.authorization ?? "").slice(bearerLength)))
       )
       : undefined
-    const handler = principal !== undefined && Exit.isSuccess(principal) ? run(body) : Option.none()
-    const answer = <RA>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E1 | E2, RA>) =>
+    const accepted = principal !== undefined && Exit.isSuccess(principal)
+      ? Option.map(run(body), (handler) => ({ handler, principal: principal.value }))
+      : Option.none()
+    const written = <RA>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E1 | E2, RA>) =>
       Effect.map(
         // a defect anywhere here (a request that cannot be rebuilt) is the platform's 500, not silence
         Effect.catchAllCause(effect, options.encodeFailure),
         (answer) => writeResponse(response, options.finish(url, answer))
       )
-    const fiber = Option.isSome(handler) && principal !== undefined && Exit.isSuccess(principal)
-      ? Runtime.runFork(under(principal.value))(answer(handler.value))
-      : runFork(answer(Effect.suspend(() => options.fallback(rebuilt(request, text)))))
+    const fiber = Option.isSome(accepted)
+      ? Runtime.runFork(under(accepted.value.principal))(written(accepted.value.handler))
+      : runFork(written(Effect.suspend(() => options.fallback(rebuilt(request, text)))))
     // as the platform does: a client gone before its answer interrupts the work for it
     response.on("close", () => {
       if (!response.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
