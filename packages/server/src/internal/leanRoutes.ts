@@ -53,9 +53,12 @@ export interface Handlers<E1, E2> {
 }
 
 const endpoints = Api.groups.approvals.endpoints
-/** A schema of an endpoint, as its type says it is. */
+/**
+ * A schema of an endpoint, as its type says it is, decoding without an Effect: an `Either`, which
+ * the platform middleware's routes run as an effect and Node's fast path reads in the listener's step.
+ */
 const decoderOf = <A>(schema: Option.Option<unknown>) =>
-  Schema.decodeUnknown(Option.getOrThrow(schema) as Schema.Schema<A, unknown>)
+  Schema.decodeUnknownEither(Option.getOrThrow(schema) as Schema.Schema<A, unknown>)
 const decodeRespondPath = decoderOf<{ readonly requestId: ApprovalRequest.RequestId }>(endpoints.respond.pathSchema)
 const decodeRespondPayload = decoderOf<ApprovalRequest.ApprovalResponse>(endpoints.respond.payloadSchema)
 const decodePendingParams = decoderOf<{ readonly sessionKey?: ToolCall.SessionKey | undefined }>(
@@ -72,18 +75,9 @@ const streamPath = "/audit/stream"
 const streamQuery = /^\/audit\/stream(?:\?afterSeq=([0-9]+))?$/
 
 const streamEndpoint = Api.groups.audit.endpoints.stream
-/** A schema of an endpoint, as its type says it is, decoding without an Effect. */
-const syncDecoderOf = <A>(schema: Option.Option<unknown>) =>
-  Schema.decodeUnknownEither(Option.getOrThrow(schema) as Schema.Schema<A, unknown>)
-// the same checks as the router's, in the listener's step (on Node's server)
-const checkRespondPath = syncDecoderOf<{ readonly requestId: ApprovalRequest.RequestId }>(endpoints.respond.pathSchema)
-const checkRespondPayload = syncDecoderOf<ApprovalRequest.ApprovalResponse>(endpoints.respond.payloadSchema)
-const checkPendingParams = syncDecoderOf<{ readonly sessionKey?: ToolCall.SessionKey | undefined }>(
-  endpoints.pending.urlParamsSchema
-)
 // the event stream's own checks of `afterSeq` and `Last-Event-ID`
-const decodeStreamParams = syncDecoderOf<{ readonly afterSeq?: number | undefined }>(streamEndpoint.urlParamsSchema)
-const decodeStreamHeaders = syncDecoderOf<{ readonly "last-event-id"?: number | undefined }>(
+const decodeStreamParams = decoderOf<{ readonly afterSeq?: number | undefined }>(streamEndpoint.urlParamsSchema)
+const decodeStreamHeaders = decoderOf<{ readonly "last-event-id"?: number | undefined }>(
   streamEndpoint.headersSchema
 )
 
@@ -347,9 +341,9 @@ export const makeNode = <E1, E2, R>(options: {
       if (length === undefined || !/^[1-9][0-9]{0,8}$/.test(length) || Number(length) > options.limitBytes) return false
       const requestId = match[1]!
       const run = (body: unknown) => {
-        const path = checkRespondPath({ requestId })
+        const path = decodeRespondPath({ requestId })
         if (Either.isLeft(path)) return Option.none()
-        const payload = checkRespondPayload(body)
+        const payload = decodeRespondPayload(body)
         return Either.isLeft(payload)
           ? Option.none()
           : Option.some(options.handlers.respond(path.right.requestId, payload.right))
@@ -374,7 +368,7 @@ export const makeNode = <E1, E2, R>(options: {
     }
     const run = () =>
       Option.map(
-        Option.getRight(checkPendingParams(sessionKey === undefined ? {} : { sessionKey })),
+        Option.getRight(decodePendingParams(sessionKey === undefined ? {} : { sessionKey })),
         (params) => options.handlers.pending(params.sessionKey)
       )
     handle(request, response, url, undefined, run)
