@@ -33,6 +33,14 @@ import * as KeptConnection from "./keptConnection.js"
  * after another, which they could have: they were all in flight together. When the merged body
  * fails, each of its calls runs again alone, as above.
  *
+ * A fiber calling a store on a synchronous driver in a loop lets the rest of the process run:
+ * Effect's runtime yields a busy fiber after 2,048 steps, but counts them from the fiber's last
+ * resumption, and each call's `reserve` (the SQLite clients' semaphore) is one, resumed at once.
+ * So a fiber making lone calls one after another would never yield: the log tailer, the waiters it
+ * wakes, the audit stream's readers, timers and every request of a server in the process would
+ * wait for the loop to end. Here every `LONE_CALLS_BEFORE_YIELD`-th lone call in a row first lets
+ * the event loop turn, as each call of an asynchronous driver does.
+ *
  * Bodies find their connection as `SqlClient.TransactionConnection`. A call made inside a
  * transaction of the caller's own (`SqlClient.TransactionConnection` in its context) joins no batch:
  * with `inTransaction` given, it runs in the caller's transaction (a write through `inTransaction`).
@@ -116,6 +124,18 @@ interface Job {
   cancelled: boolean
 }
 
+/**
+ * Lone calls in a row, with a synchronous driver, before the next one yields first: each costs a
+ * hundred or two of Effect's steps, so this many stay within the runtime's own budget of 2,048.
+ */
+export const LONE_CALLS_BEFORE_YIELD = 8
+
+/** A turn of the event loop (I/O and timers run, and every fiber ready before them). */
+const eventLoopTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
 /** The body of a job run alone. */
 const bodyOf = (job: Job): Effect.Effect<any, any> => job.body ?? alone(job.group!, job.input)
 
@@ -140,6 +160,8 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     let lastWriter: unknown = undefined
     // the last batch held writes of several callers: they are likely to write again together
     let crowded = false
+    // lone calls run one after another with no yield between them (synchronous drivers)
+    let lone = 0
     const signal = yield* Queue.sliding<void>(1)
 
     const statement = options.prepared
@@ -390,22 +412,31 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           return write ? inTransaction(own) : own
         }
         if (closed) return Effect.interrupt
+        if (!busy && lone >= LONE_CALLS_BEFORE_YIELD) {
+          // decided again after the yield: other fibers' calls may have come meanwhile
+          lone = 0
+          return Effect.zipRight(eventLoopTurn, submit(write, single, body, group, input))
+        }
         const job: Job = { write, single, body, group, input, exit: undefined, resume: undefined, cancelled: false }
         if (!busy) {
           busy = true
-          if (!write) return runAlone(job)
           // the fiber itself, not its id: comparing ids hashes them
-          const alternating = crowded || (lastWriter !== undefined && lastWriter !== fiber)
-          lastWriter = fiber
-          if (!alternating) return runAlone(job)
+          const alternating = write && (crowded || (lastWriter !== undefined && lastWriter !== fiber))
+          if (write) lastWriter = fiber
+          if (!alternating) {
+            if (options.synchronous) lone++
+            return runAlone(job)
+          }
           // Writes from alternating fibers, or the first after a batch of several writers: many
           // callers are likely in flight. This one lets the other runnable fibers go first, so the
           // calls they make queue behind it and commit with it. (A lone caller waits a yield or
           // two, never for company.)
           pending.push(job)
+          lone = 0
           return Effect.uninterruptible(Effect.zipRight(gather, runQueued))
         }
         pending.push(job)
+        lone = 0
         // Resumed by the batch's runner with the job's exit (the caller's fiber may have yielded
         // before it waits, so the exit may be there already). Interrupted while still queued, the
         // call is dropped: it never runs.
