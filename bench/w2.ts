@@ -6,7 +6,8 @@
  * fiber tailing the audit log, then 1,000 in flight each answering its own request (the answers
  * in flight too, as the peers' scripts run theirs), all after W2_WARMUP=2,000 unmeasured sequential
  * round trips (the JIT's warm-up, as W6 has). Figures: round trips per second; p50/p99 of pause,
- * of the answer and of resume (of the sequential round trips). W2_RESPONDERS=N: the tailing
+ * of the answer and of resume (of the sequential round trips), and of resume in flight (from an
+ * answer of the tailing responder to its call's tool running). W2_RESPONDERS=N: the tailing
  * responder answers N at a time (1 by default); W2_INFLIGHT_ROUNDS=N: both in-flight phases N times,
  * the first reported as before, the median of the others as `settled...` (the JIT settled). CPU
  * per round trip: the process's, and its main thread's (Linux), steadier on a shared machine.
@@ -107,6 +108,9 @@ export const runW2With = <E>(
         const cpu = process.cpuUsage()
         const mainCpu = mainThreadCpuMs()
         const afterSeq = yield* Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq)
+        // by tool-call id: when its answer committed, and when its tool ran
+        const answeredAt = new Map<string, number>()
+        const ranAt = new Map<string, number>()
         const responder = yield* gate.auditLog({ afterSeq }).pipe(
           Stream.filter((e) => e.type === "approval.requested"),
           Stream.take(CONCURRENT),
@@ -115,7 +119,7 @@ export const runW2With = <E>(
               gate.respond(ApprovalRequest.RequestId.make(e.requestId!), {
                 decision: "approve_once",
                 respondedBy: "bench"
-              }),
+              }).pipe(Effect.tap(() => Effect.sync(() => answeredAt.set(e.toolCallId!, performance.now())))),
             {
               concurrency: RESPONDERS,
               unordered: true
@@ -126,14 +130,17 @@ export const runW2With = <E>(
         )
         yield* Effect.forEach(
           Array.from({ length: CONCURRENT }, (_, i) => bash(`par-${round}-${i}`)),
-          (call) => gate.gate(call, () => Effect.void),
+          (call) => gate.gate(call, () => Effect.sync(() => ranAt.set(call.id, performance.now()))),
           { concurrency: "unbounded", discard: true }
         )
         yield* Fiber.join(responder)
+        const resumes = [...ranAt].map(([id, ran]) => ran - answeredAt.get(id)!)
         return {
           perSec: CONCURRENT / ((performance.now() - start) / 1000),
           cpu: cpuMsPer(cpu, CONCURRENT),
-          mainCpu: mainThreadCpuMsPer(mainCpu, CONCURRENT)
+          mainCpu: mainThreadCpuMsPer(mainCpu, CONCURRENT),
+          resumeP50: percentile(resumes, 0.5),
+          resumeP99: percentile(resumes, 0.99)
         }
       })
 
@@ -158,7 +165,9 @@ export const runW2With = <E>(
 
     // The first round is what earlier stops reported; later rounds run the same code again, settled
     // by the JIT (the sequential warm-up does not compile what only the in-flight rounds run).
-    const tailed: Array<{ perSec: number; cpu: number; mainCpu: number | undefined }> = []
+    const tailed: Array<
+      { perSec: number; cpu: number; mainCpu: number | undefined; resumeP50: number; resumeP99: number }
+    > = []
     const selves: Array<{ perSec: number; cpu: number; mainCpu: number | undefined }> = []
     for (let round = 0; round < INFLIGHT_ROUNDS; round++) {
       tailed.push(yield* tailing(round))
@@ -170,6 +179,8 @@ export const runW2With = <E>(
       settledRounds: settledTailed.length,
       settledConcurrentRoundTripsPerSec: Math.round(median(settledTailed.map((r) => r.perSec))),
       settledConcurrentCpuMsPerRoundTrip: median(settledTailed.map((r) => r.cpu)),
+      settledConcurrentResumeP50ms: median(settledTailed.map((r) => r.resumeP50)),
+      settledConcurrentResumeP99ms: median(settledTailed.map((r) => r.resumeP99)),
       settledConcurrentSelfApprovedRoundTripsPerSec: Math.round(median(settledSelves.map((r) => r.perSec))),
       settledConcurrentSelfApprovedCpuMsPerRoundTrip: median(settledSelves.map((r) => r.cpu)),
       // the main thread's share (Linux): steadier than the rate on a shared machine, since the
@@ -203,6 +214,9 @@ export const runW2With = <E>(
       answerP99ms: percentile(answers, 0.99),
       resumeP50ms: percentile(resumes, 0.5),
       resumeP99ms: percentile(resumes, 0.99),
+      // in flight, from an answer of the tailing responder to its call's tool running
+      concurrentResumeP50ms: tailed[0]!.resumeP50,
+      concurrentResumeP99ms: tailed[0]!.resumeP99,
       ...settled
     }
   }).pipe(Effect.provide(gateLayer))
