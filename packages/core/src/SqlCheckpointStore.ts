@@ -25,6 +25,7 @@ import {
   type Row,
   type Service
 } from "./CheckpointStore.js"
+import * as EventLoopTurn from "./internal/eventLoopTurn.js"
 import { lockKey, migrate, migrations, retryOpen, tables } from "./internal/sqlSchema.js"
 import { PersistenceError } from "./ToolGateError.js"
 
@@ -129,52 +130,68 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
       }
     }
 
+    // SQLite: a loop of checkpoint calls lets the event loop turn now and then (eventLoopTurn.ts)
+    const fair = sql.onDialectOrElse({
+      sqlite: () => EventLoopTurn.every(),
+      orElse: () => <A, E, R>(call: Effect.Effect<A, E, R>) => call
+    })
+
     return {
       save: (row) =>
-        Effect.gen(function*() {
-          const claimed = yield* sql`INSERT INTO ${owners} ${
-            sql.insert(row.requestIds.map((requestId) => ({ request_id: requestId, token: row.token })))
-          } ON CONFLICT DO NOTHING RETURNING request_id`
-          if (claimed.length !== row.requestIds.length) return yield* Effect.fail(new Taken())
-          yield* sql`INSERT INTO ${checkpoints} ${
-            sql.insert({
-              token: row.token,
-              name: row.name,
-              state: row.state,
-              request_ids: JSON.stringify(row.requestIds),
-              created_at: row.createdAt
-            })
-          }`
-          return true
-        }).pipe(
-          sql.withTransaction,
-          Effect.catchIf((error): error is Taken => error instanceof Taken, () => Effect.succeed(false)),
-          PersistenceError.refail("save checkpoint")
+        fair(
+          Effect.gen(function*() {
+            const claimed = yield* sql`INSERT INTO ${owners} ${
+              sql.insert(row.requestIds.map((requestId) => ({ request_id: requestId, token: row.token })))
+            } ON CONFLICT DO NOTHING RETURNING request_id`
+            if (claimed.length !== row.requestIds.length) return yield* Effect.fail(new Taken())
+            yield* sql`INSERT INTO ${checkpoints} ${
+              sql.insert({
+                token: row.token,
+                name: row.name,
+                state: row.state,
+                request_ids: JSON.stringify(row.requestIds),
+                created_at: row.createdAt
+              })
+            }`
+            return true
+          }).pipe(
+            sql.withTransaction,
+            Effect.catchIf((error): error is Taken => error instanceof Taken, () => Effect.succeed(false)),
+            PersistenceError.refail("save checkpoint")
+          )
         ),
       find: (by) =>
-        ("token" in by
-          ? sql`SELECT ${columns} FROM ${checkpoints} WHERE token = ${by.token}`
-          : sql`SELECT ${columnsOfC} FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
-          .pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint")),
+        fair(
+          ("token" in by
+            ? sql`SELECT ${columns} FROM ${checkpoints} WHERE token = ${by.token}`
+            : sql`SELECT ${columnsOfC} FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
+            .pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint"))
+        ),
       claim: (token, owner, now, until) =>
-        sql`UPDATE ${checkpoints} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
+        fair(
+          sql`UPDATE ${checkpoints} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
           WHERE token = ${token} AND resumed_at IS NULL
             AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
           RETURNING claims`.pipe(
-          Effect.flatMap(decodeClaims),
-          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.claims)),
-          PersistenceError.refail("claim checkpoint")
+            Effect.flatMap(decodeClaims),
+            Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.claims)),
+            PersistenceError.refail("claim checkpoint")
+          )
         ),
       writeLeased: (token, owner, fence, change) =>
-        sql`UPDATE ${checkpoints} SET ${setLeased(change)}
+        fair(
+          sql`UPDATE ${checkpoints} SET ${setLeased(change)}
           WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
           RETURNING token`.pipe(
-          Effect.map((rows) => rows.length === 1),
-          PersistenceError.refail(leasedWrite[change._tag])
+            Effect.map((rows) => rows.length === 1),
+            PersistenceError.refail(leasedWrite[change._tag])
+          )
         ),
       open: (name) =>
-        sql`SELECT ${columns} FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
-          .pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
+        fair(
+          sql`SELECT ${columns} FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
+            .pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
+        )
     }
   })
 

@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Exit, Queue, Scope } from "effect"
+import { CALLS_BEFORE_TURN, eventLoopTurn } from "./eventLoopTurn.js"
 import * as KeptConnection from "./keptConnection.js"
 
 /**
@@ -38,8 +39,8 @@ import * as KeptConnection from "./keptConnection.js"
  * resumption, and each call's `reserve` (the SQLite clients' semaphore) is one, resumed at once.
  * So a fiber making lone calls one after another would never yield: the log tailer, the waiters it
  * wakes, the audit stream's readers, timers and every request of a server in the process would
- * wait for the loop to end. Here every `LONE_CALLS_BEFORE_YIELD`-th lone call in a row first lets
- * the event loop turn, as each call of an asynchronous driver does.
+ * wait for the loop to end. Here every `CALLS_BEFORE_TURN`-th lone call in a row first lets the
+ * event loop turn (`eventLoopTurn.ts`), as each call of an asynchronous driver does.
  *
  * Bodies find their connection as `SqlClient.TransactionConnection`. A call made inside a
  * transaction of the caller's own (`SqlClient.TransactionConnection` in its context) joins no batch:
@@ -123,18 +124,6 @@ interface Job {
   resume: ((exit: Exit.Exit<any, any>) => void) | undefined
   cancelled: boolean
 }
-
-/**
- * Lone calls in a row, with a synchronous driver, before the next one yields first: each costs a
- * hundred or two of Effect's steps, so this many stay within the runtime's own budget of 2,048.
- */
-export const LONE_CALLS_BEFORE_YIELD = 8
-
-/** A turn of the event loop (I/O and timers run, and every fiber ready before them). */
-const eventLoopTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const turn = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(turn))
-})
 
 /** The body of a job run alone. */
 const bodyOf = (job: Job): Effect.Effect<any, any> => job.body ?? alone(job.group!, job.input)
@@ -412,7 +401,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           return write ? inTransaction(own) : own
         }
         if (closed) return Effect.interrupt
-        if (!busy && lone >= LONE_CALLS_BEFORE_YIELD) {
+        if (!busy && lone >= CALLS_BEFORE_TURN) {
           // decided again after the yield: other fibers' calls may have come meanwhile
           lone = 0
           return Effect.zipRight(eventLoopTurn, submit(write, single, body, group, input))

@@ -9,8 +9,10 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { expect } from "bun:test"
 import { Context, Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { join } from "node:path"
+import { CALLS_BEFORE_TURN } from "../../../../packages/core/src/internal/eventLoopTurn.js"
 import * as Batcher from "../../../../packages/core/src/internal/sqlBatcher.js"
 import { describe, it } from "../../../support/effectTest.js"
+import { watchLoop } from "../../../support/loopWatch.js"
 import { sqliteClient, tempDir } from "../../../support/sqlStores.js"
 
 const CALLERS = 64
@@ -219,35 +221,20 @@ describe("SQL group commit: merged calls", () => {
       expect(keys).toEqual(["kept"])
     }))
 
-  it.scoped("a fiber making lone calls in a loop lets the other fibers and the event loop run between them", () =>
+  it.scoped("a fiber making lone calls in a loop lets the event loop turn between them (other fibers, timers)", () =>
     Effect.gen(function*() {
       const { batcher, insert, stored } = yield* setUp
       const calls = 100
-      let made = 0
-      let looping = true
-      // how many calls the loop had made each time the other fiber ran
-      const seen: Array<number> = []
-      const other = yield* Effect.fork(Effect.gen(function*() {
-        while (looping) {
-          seen.push(made)
-          yield* Effect.yieldNow()
-        }
-      }))
-      // how many calls the loop had made when a timer due at once fired
-      let timerAt = -1
-      setTimeout(() => timerAt = made, 0)
+      const watch = yield* watchLoop(calls)
       for (let i = 0; i < calls; i++) {
         yield* i % 2 === 0 ? batcher.join(insert, `k${i}`) : batcher.join(stored, `k${i - 1}`)
-        made++
+        watch.made()
       }
-      looping = false
-      yield* Fiber.join(other)
+      const { longest, timerAt } = yield* watch.end
+      // each reserve resumes the caller at once, which restarts Effect's count of its steps: with
+      // no turn of the batcher's own, the event loop would first turn once the loop had ended
+      expect(longest).toBeLessThanOrEqual(CALLS_BEFORE_TURN)
       expect(timerAt).toBeGreaterThanOrEqual(0)
       expect(timerAt).toBeLessThan(calls)
-      // each reserve resumes the caller at once, which restarts Effect's count of its steps: with
-      // no yield of the batcher's own, the other fiber would first run once the loop had ended
-      const sightings = [0, ...seen.filter((n) => n < calls), calls]
-      const longest = Math.max(...sightings.slice(1).map((n, i) => n - sightings[i]!))
-      expect(longest).toBeLessThanOrEqual(Batcher.LONE_CALLS_BEFORE_YIELD)
     }))
 })

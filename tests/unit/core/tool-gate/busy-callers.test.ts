@@ -3,15 +3,18 @@
  * takes the client's semaphore, which resumes the caller at once; Effect counts a fiber's steps
  * towards its yield from its last resumption, so such a loop never yielded: the log tailer did not
  * run until it ended, so an auditor heard nothing of its decisions and the calls it answered did
- * not resume. The store's batcher now yields every few lone calls (`internal/sqlBatcher.ts`).
+ * not resume. The store's batcher now lets the event loop turn every few lone calls
+ * (`internal/sqlBatcher.ts`), and the SQL checkpoint store likewise.
  * (The memory store resumes nothing at once: its callers yield by Effect's own count, after a few
  * hundred calls.)
  */
-import { Policy, ToolGate } from "@tool-gate/core"
+import { CheckpointStore, Policy, SqlCheckpointStore, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Effect, Fiber, Layer, Stream } from "effect"
+import { CALLS_BEFORE_TURN } from "../../../../packages/core/src/internal/eventLoopTurn.js"
 import { waitForPending } from "../../../contract/toolGateSuite.js"
 import { describe, it } from "../../../support/effectTest.js"
+import { watchLoop } from "../../../support/loopWatch.js"
 import { sqliteStore } from "../../../support/sqlStores.js"
 
 const policy = Policy.unsafeMake({ allow: ["read"], requireApproval: [{ tool: "bash", ttlMs: 600_000 }] })
@@ -77,4 +80,19 @@ describe("busy callers (SQLite)", () => {
         expect(ran[0]!).toBeLessThan(CALLS / 2)
       })
     ))
+
+  it.live("a loop of checkpoint calls lets the event loop turn (other fibers, timers)", () =>
+    Effect.gen(function*() {
+      const checkpoints = yield* CheckpointStore.CheckpointStore
+      yield* checkpoints.save({ token: "t1", name: "turn", state: "{}", requestIds: ["r1"], createdAt: 0 })
+      const watch = yield* watchLoop(CALLS)
+      for (let i = 0; i < CALLS; i++) {
+        yield* checkpoints.find({ token: "t1" })
+        watch.made()
+      }
+      const { longest, timerAt } = yield* watch.end
+      expect(longest).toBeLessThanOrEqual(CALLS_BEFORE_TURN)
+      expect(timerAt).toBeGreaterThanOrEqual(0)
+      expect(timerAt).toBeLessThan(CALLS)
+    }).pipe(Effect.provide(SqlCheckpointStore.layer().pipe(Layer.provideMerge(sqliteStore()), Layer.orDie))))
 })
