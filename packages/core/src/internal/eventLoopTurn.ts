@@ -20,8 +20,8 @@ export const eventLoopTurn: Effect.Effect<void> = Effect.async<void>((resume) =>
 export const CALLS_BEFORE_TURN = 8
 
 /**
- * `call`, preceded by a turn of the event loop every `CALLS_BEFORE_TURN`-th time: for the calls of
- * one store on a synchronous driver (each `every` counts its own).
+ * `call`, preceded by a turn of the event loop when `CALLS_BEFORE_TURN` calls ran since the last
+ * turn: for the calls of one store on a synchronous driver (each `every` counts its own).
  */
 export const every = (): <A, E, R>(call: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> => {
   let inARow = 0

@@ -39,8 +39,8 @@ import * as KeptConnection from "./keptConnection.js"
  * resumption, and each call's `reserve` (the SQLite clients' semaphore) is one, resumed at once.
  * So a fiber making lone calls one after another would never yield: the log tailer, the waiters it
  * wakes, the audit stream's readers, timers and every request of a server in the process would
- * wait for the loop to end. Here every `CALLS_BEFORE_TURN`-th lone call in a row first lets the
- * event loop turn (`eventLoopTurn.ts`), as each call of an asynchronous driver does.
+ * wait for the loop to end. Here, after `CALLS_BEFORE_TURN` lone calls in a row, the next one first
+ * lets the event loop turn (`eventLoopTurn.ts`), as each call of an asynchronous driver does.
  *
  * Bodies find their connection as `SqlClient.TransactionConnection`. A call made inside a
  * transaction of the caller's own (`SqlClient.TransactionConnection` in its context) joins no batch:
