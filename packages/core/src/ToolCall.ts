@@ -126,8 +126,9 @@ const checkArgs = (input: unknown, limits: ArgsLimits): Either.Either<Args, Refu
   if (fitsPortable(input, limits.maxDepth, limits.maxArgsBytes)) return Either.right(input as Args)
   const walked = walk(input, { portable: true, maxDepth: limits.maxDepth, maxBytes: limits.maxArgsBytes })
   if (walked._tag === "Refused") return Either.left(walked)
-  // an undefined property was left out: what runs is the canonical value, as judged
-  return Either.right(walked.dropped ? JSON.parse(walked.text) as Args : input as Args)
+  // an undefined property was left out, or a -0 is 0 in JSON: what runs is the canonical value, as
+  // judged and as a store keeps it
+  return Either.right(walked.changed ? JSON.parse(walked.text) as Args : input as Args)
 }
 
 const argsAnnotations = {

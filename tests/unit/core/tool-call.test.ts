@@ -149,6 +149,18 @@ describe("ToolCall.decode", () => {
     )
   })
 
+  test("a -0 in the arguments is decoded as 0, what JSON and so every store keep", () => {
+    const call = Effect.runSync(
+      ToolCall.decode({ id: "c1", name: "t", sessionKey: "s", args: { n: -0, list: [1, -0], deep: { m: -0 } } })
+    )
+    expect(Object.is(call.args.n, 0)).toBe(true)
+    expect(Object.is((call.args.list as Array<number>)[1], 0)).toBe(true)
+    expect(Object.is((call.args.deep as { m: number }).m, 0)).toBe(true)
+    expect(ToolCall.canonicalArgs(call.args)).toBe(`{"deep":{"m":0},"list":[1,0],"n":0}`)
+    const edited = Either.getOrThrow(ToolCall.decodeArgs({ x: -0 }))
+    expect(Object.is(edited.x, 0)).toBe(true)
+  })
+
   test("names every problem with its path", () => {
     const result = Effect.runSync(Effect.either(ToolCall.decode({ id: "", name: 3, args: { n: Number.NaN } })))
     expect(Either.isLeft(result)).toBe(true)

@@ -13,9 +13,12 @@ export interface Rules {
   readonly maxBytes: number
 }
 
-/** The canonical text (`dropped`: an `undefined` property was left out), or the first problem. */
+/**
+ * The canonical text (`changed`: its value is not the input's, as an `undefined` property was left
+ * out or a `-0` written as `0`, which JSON cannot tell apart), or the first problem.
+ */
 export type Walked =
-  | { readonly _tag: "Json"; readonly text: string; readonly dropped: boolean }
+  | { readonly _tag: "Json"; readonly text: string; readonly changed: boolean }
   | { readonly _tag: "Refused"; readonly path: ReadonlyArray<string | number>; readonly message: string }
 
 const lenient: Rules = { portable: false, maxDepth: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY }
@@ -61,7 +64,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
   // the open containers, tracked from CYCLE_DEPTH on: a cycle nests without end, so it gets there
   let open: Set<object> | undefined
   let out = ""
-  let dropped = false
+  let changed = false
   // the path of the value being written: each open frame's key or index
   const refuse = (message: string): Walked => ({ _tag: "Refused", path: stack.map((frame) => frame.at), message })
   // the path of the top frame's object, for a problem with one of its keys
@@ -93,6 +96,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
         }
         case "number":
           if (!Number.isFinite(v)) return refuse("must be a finite number")
+          if (Object.is(v, -0)) changed = true
           out += JSON.stringify(v)
           break
         case "boolean":
@@ -145,7 +149,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
       const key = top.keys[i]!
       const v = (top.container as Record<string, unknown>)[key]
       if (v === undefined) {
-        dropped = true
+        changed = true
         continue
       }
       if (rules.portable) {
@@ -166,7 +170,7 @@ export const walk = (value: unknown, rules: Rules): Walked => {
   if (out.length * BYTES_PER_UNIT > rules.maxBytes && Buffer.byteLength(out, "utf8") > rules.maxBytes) {
     return tooLarge()
   }
-  return { _tag: "Json", text: out, dropped }
+  return { _tag: "Json", text: out, changed }
 }
 
 /**
@@ -261,9 +265,9 @@ const NUMBER_BYTES = 24
 
 /**
  * What is left of `budget` bytes after `v`'s canonical text (an upper bound of it), or -1 when
- * `walk` might refuse or change `v` (an `undefined` property, a key or string `walk` would refuse,
- * the bound over budget, nesting over `maxDepth`). Recursion is bounded by `maxDepth`, the work
- * by `budget`.
+ * `walk` might refuse or change `v` (an `undefined` property, a `-0`, a key or string `walk` would
+ * refuse, the bound over budget, nesting over `maxDepth`). Recursion is bounded by `maxDepth`, the
+ * work by `budget`.
  */
 const remaining = (v: unknown, depth: number, maxDepth: number, budget: number): number => {
   switch (typeof v) {
@@ -275,7 +279,7 @@ const remaining = (v: unknown, depth: number, maxDepth: number, budget: number):
       return left >= 0 ? left : -1
     }
     case "number":
-      return Number.isFinite(v) && budget >= NUMBER_BYTES ? budget - NUMBER_BYTES : -1
+      return Number.isFinite(v) && !Object.is(v, -0) && budget >= NUMBER_BYTES ? budget - NUMBER_BYTES : -1
     case "boolean":
       return budget >= 5 ? budget - 5 : -1
     case "object": {
