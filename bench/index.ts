@@ -19,6 +19,7 @@ const files = [
   ["bench/w1.ts", "W1"],
   ["bench/w1Service.ts", "W1"],
   ["bench/w2.ts", "W2"],
+  ["bench/w2Floor.ts", "W2"],
   ["bench/w3.ts", "W3"],
   ["bench/w4.ts", "W4"],
   ["bench/w5.ts", "W5"],

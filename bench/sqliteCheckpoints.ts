@@ -1,6 +1,7 @@
 /**
- * `BENCH_CHECKPOINTS=inline` runs a SQLite bench with SQLite's own WAL checkpoint in the commits,
- * so one build measures both ways (default: the store's default, a background worker).
+ * `BENCH_CHECKPOINTS=background` (or `inline`) runs a SQLite bench with WAL checkpoints in a worker
+ * thread (or in the commits), so one build measures both ways (default: the store's default,
+ * SQLite's own checkpoint in the commits).
  */
 export const checkpointsFromEnv = (): "background" | "inline" | undefined => {
   const value = process.env.BENCH_CHECKPOINTS
