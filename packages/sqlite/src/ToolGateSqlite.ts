@@ -33,6 +33,7 @@ import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import * as FileFeed from "./internal/fileFeed.js"
 import * as WalCheckpoints from "./internal/walCheckpoints.js"
+import * as WalSync from "./internal/walSync.js"
 
 /**
  * @since 0.1.0
@@ -159,11 +160,15 @@ const WORKER_SHARE = 4
 export const layerStore = (
   options: StoreOptions
 ): Layer.Layer<ApprovalStore.ApprovalStore | CheckpointStore.CheckpointStore, ToolGateError.PersistenceError> => {
-  const stores = ToolGateSql.layerStore(
+  const opened = ToolGateSql.layerStore(
     options,
     layerClient(options.filename),
     layerFileFeed(options.filename, options.fallbackInterval)
   )
+  // with FULL every commit syncs the log already
+  const stores = options.synchronous === "full"
+    ? opened
+    : WalSync.layer({ filename: resolve(options.filename) }).pipe(Layer.provideMerge(opened))
   if (options.checkpoints !== "background") return stores
   const pages = Math.max(1, Math.trunc(options.walAutocheckpointPages ?? 10_000))
   return WalCheckpoints.layer({

@@ -1,0 +1,149 @@
+/**
+ * The SQLite write-ahead log flushed in the background (packages/sqlite's internal/walSync.ts): it
+ * flushes while a store writes and not while it rests, follows a log deleted and made again, and
+ * closing its descriptor leaves SQLite's locks in place.
+ */
+import { ApprovalStore } from "@tool-gate/core"
+import { ToolGateSqlite } from "@tool-gate/sqlite"
+import { expect } from "bun:test"
+import { Effect, Exit, Layer, Schedule, Scope } from "effect"
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
+import { join } from "node:path"
+import * as WalSync from "../../../../packages/sqlite/src/internal/walSync.js"
+import { it } from "../../../support/effectTest.js"
+import { tempDir } from "../../../support/sqlStores.js"
+import { decision } from "./fixtures.js"
+
+/** POSIX locks this process holds on `file` (from Linux's /proc/locks), SQLite's own among them. */
+const locksHeldOn = (file: string) => {
+  const inode = `:${statSync(file).ino} `
+  return readFileSync("/proc/locks", "utf8").split("\n")
+    .filter((line) => line.includes(" POSIX ") && line.includes(` ${process.pid} `) && line.includes(inode)).length
+}
+
+/** Descriptors this process has open on `target` (a path, or `path (deleted)`). */
+const descriptorsOf = (target: string) =>
+  readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === target
+    } catch {
+      return false // closed since it was listed
+    }
+  }).length
+
+/** Waits until `read` gives a value `until` accepts (the flushes run on timers and libuv's pool). */
+const eventually = <A>(read: Effect.Effect<A>, until: (a: A) => boolean) =>
+  read.pipe(Effect.repeat({ until, schedule: Schedule.spaced("2 millis") }), Effect.timeout("10 seconds"))
+
+/**
+ * A store on `filename`, built in `scope`, and a write of the `n`-th decision through it. With
+ * `synchronous: "full"` (every commit syncs the log) it runs no flushes of its own beside the ones
+ * a test starts.
+ */
+const storeOn = (filename: string, scope: Scope.Scope, synchronous: "normal" | "full" = "full") =>
+  Effect.map(
+    Layer.buildWithScope(ToolGateSqlite.layerStore({ filename, checkpoints: "inline", synchronous }), scope),
+    (context) => (n: number) =>
+      Effect.provide(Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.append([decision(n)])), context)
+  )
+
+it.live("the log is flushed while a store writes, and not while it rests", () =>
+  Effect.gen(function*() {
+    const filename = join(yield* tempDir, "gate.db")
+    const append = yield* storeOn(filename, yield* Effect.scope)
+    yield* append(1)
+    const sync = yield* WalSync.start({ filename, intervalMs: 1 })
+    // the store's first write, then every later one, is flushed
+    yield* eventually(sync.synced, (n) => n >= 1)
+    for (let n = 2; n <= 20; n++) {
+      const before = yield* sync.synced
+      yield* append(n)
+      yield* eventually(sync.synced, (after) => after > before)
+    }
+    // at rest: looks go on, flushes do not
+    const synced = yield* sync.synced
+    const looks = yield* sync.looks
+    yield* eventually(sync.looks, (n) => n >= looks + 20)
+    expect(yield* sync.synced).toBe(synced)
+  }))
+
+// Closing a descriptor drops every POSIX lock the process holds on its file. SQLite locks the
+// database file and -shm, never the log: the flushes' descriptor is of the log alone.
+it.live("stopping closes its descriptor of the log and leaves SQLite's locks in place", () =>
+  Effect.gen(function*() {
+    const filename = join(yield* tempDir, "gate.db")
+    const append = yield* storeOn(filename, yield* Effect.scope)
+    yield* append(1)
+    const held = { database: locksHeldOn(filename), shm: locksHeldOn(`${filename}-shm`) }
+    expect(held.shm).toBeGreaterThan(0)
+    const sqlites = {
+      database: descriptorsOf(filename),
+      shm: descriptorsOf(`${filename}-shm`),
+      wal: descriptorsOf(`${filename}-wal`)
+    }
+    const scope = yield* Scope.make()
+    const sync = yield* WalSync.start({ filename, intervalMs: 1 }).pipe(Scope.extend(scope))
+    yield* eventually(sync.synced, (n) => n >= 1)
+    // one descriptor of the log beside SQLite's, none of the files SQLite locks
+    expect({
+      database: descriptorsOf(filename),
+      shm: descriptorsOf(`${filename}-shm`),
+      wal: descriptorsOf(`${filename}-wal`)
+    }).toEqual({ ...sqlites, wal: sqlites.wal + 1 })
+    yield* Scope.close(scope, Exit.void)
+    expect(descriptorsOf(`${filename}-wal`)).toBe(sqlites.wal)
+    expect({ database: locksHeldOn(filename), shm: locksHeldOn(`${filename}-shm`) }).toEqual(held)
+    const looks = yield* sync.looks
+    yield* Effect.sleep("20 millis")
+    expect(yield* sync.looks).toBe(looks)
+    yield* append(2)
+  }))
+
+it.live("a log deleted with its last connection is let go, and the next one is flushed", () =>
+  Effect.gen(function*() {
+    const filename = join(yield* tempDir, "gate.db")
+    const wal = `${filename}-wal`
+    const flushes = yield* Scope.make()
+    const sync = yield* WalSync.start({ filename, intervalMs: 1 }).pipe(Scope.extend(flushes))
+    // no log yet: nothing to flush
+    yield* eventually(sync.looks, (n) => n >= 5)
+    expect(yield* sync.synced).toBe(0)
+    const first = yield* Scope.make()
+    yield* Effect.flatMap(storeOn(filename, first), (append) => append(1))
+    yield* eventually(sync.synced, (n) => n >= 1)
+    // the last connection closes: SQLite deletes the log; the flushes let go of it
+    yield* Scope.close(first, Exit.void)
+    expect(existsSync(wal)).toBe(false)
+    yield* eventually(Effect.sync(() => descriptorsOf(`${wal} (deleted)`)), (n) => n === 0)
+    const synced = yield* sync.synced
+    const second = yield* Scope.make()
+    yield* Effect.flatMap(storeOn(filename, second), (append) => append(2))
+    yield* eventually(sync.synced, (n) => n > synced)
+    // the one it holds is of the new log
+    const open = descriptorsOf(wal)
+    yield* Scope.close(flushes, Exit.void)
+    expect(descriptorsOf(wal)).toBe(open - 1)
+    yield* Scope.close(second, Exit.void)
+  }))
+
+it.live("a store writing with synchronous NORMAL flushes its log; with FULL it has no flushes to run", () =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    /** Descriptors of the log a store keeps once it has written, beyond those of a FULL store. */
+    const extra = Effect.gen(function*() {
+      const counts: Record<string, number> = {}
+      for (const synchronous of ["full", "normal"] as const) {
+        const filename = join(dir, `${synchronous}.db`)
+        const append = yield* storeOn(filename, yield* Effect.scope, synchronous)
+        yield* append(1)
+        // the flushes look every 50 ms: a few looks' time for the first
+        yield* eventually(
+          Effect.sync(() => descriptorsOf(`${filename}-wal`)),
+          (n) => synchronous === "full" || n > counts.full!
+        )
+        counts[synchronous] = descriptorsOf(`${filename}-wal`)
+      }
+      return counts.normal! - counts.full!
+    })
+    expect(yield* Effect.scoped(extra)).toBe(1)
+  }))
