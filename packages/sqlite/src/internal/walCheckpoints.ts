@@ -29,9 +29,9 @@
 import { ApprovalStore } from "@tool-gate/core"
 import { Deferred, Effect, Exit, Layer } from "effect"
 import type * as Scope from "effect/Scope"
-import { closeSync, fstatSync, openSync, type Stats, statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
+import { shmDescriptor } from "./walIndex.js"
 
 /** @internal */
 export interface Options {
@@ -95,54 +95,6 @@ parentPort.on("message", () => {
 })
 parentPort.postMessage("ready")
 `
-
-/**
- * The descriptors of `-shm` files the workers read, opened and owned by the main thread: a
- * descriptor a worker opened is closed when its thread ends (Node does that), and closing any
- * descriptor of a file drops every POSIX lock the process holds on it, SQLite's own included (any
- * connection of this process to the database, on any thread): another process would then find the
- * index unlocked and rebuild it under those connections (a SIGBUS, or a torn index). So one is
- * closed only once its file is deleted, which SQLite does when the last connection to the database
- * closes (no lock of ours is left on it then), and every worker on that file reads through it.
- */
-const opened = new Set<number>()
-
-/**
- * The descriptor of `file` for a worker: the one already open for this file (the same file, not
- * another at its path), else a new one; `undefined` when there is no such file yet. Closes the
- * open descriptors whose file is deleted.
- */
-const shmDescriptor = (file: string): number | undefined => {
-  let current: Stats | undefined
-  try {
-    current = statSync(file)
-  } catch {
-    current = undefined // no index yet
-  }
-  let found: number | undefined
-  for (const fd of opened) {
-    try {
-      const stats = fstatSync(fd)
-      if (found === undefined && current !== undefined && stats.ino === current.ino && stats.dev === current.dev) {
-        found = fd
-        continue
-      }
-      if (stats.nlink > 0) continue
-      closeSync(fd)
-    } catch {
-      // closed already: nothing to do
-    }
-    opened.delete(fd)
-  }
-  if (found !== undefined || current === undefined) return found
-  try {
-    const fd = openSync(file, "r")
-    opened.add(fd)
-    return fd
-  } catch {
-    return undefined
-  }
-}
 
 const resolveDriver = (): string => {
   const require = createRequire(import.meta.url)

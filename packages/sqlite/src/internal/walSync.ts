@@ -3,43 +3,59 @@
  * `synchronous = NORMAL` no commit syncs the log: a checkpoint does, first thing, and so waited for
  * every frame written since the last one (10,000 pages, about 40 MB, by default): 30-60 ms on the
  * reference disk, inside the commit that crossed the threshold, the event loop stalled meanwhile
- * (both drivers are synchronous). Here, whenever the log has changed, `fdatasync` runs on libuv's
- * thread pool through a descriptor of its own, one at a time; the checkpoint then finds little
- * left to flush. Durability only gains: data reaches the disk sooner, never later.
+ * (both drivers are synchronous). Here, once `frames` frames have been written since the last
+ * flush (the WAL index says how many), `fdatasync` runs on libuv's thread pool through a
+ * descriptor of the log, one at a time; the checkpoint then finds little left to flush. Writes that
+ * come slowly seldom reach it (the kernel writes their pages back on its own meanwhile), so a
+ * lightly used store asks its disk for no more flushes than before. Durability only gains: data
+ * reaches the disk sooner, never later.
  *
- * The log is read-only here and holds no locks (SQLite locks the database file and `-shm` only),
- * so closing this descriptor drops none of SQLite's. A log deleted (its last connection closed) or
- * replaced is opened again by path.
+ * The log is only read here and SQLite never locks it (it locks the database file and `-shm`), so
+ * closing its descriptor drops none of SQLite's locks; `-shm` is read through a descriptor that is
+ * never closed while the file exists (`shmDescriptor`). A log deleted (its last connection closed)
+ * or replaced is opened again by path.
  */
 import { Effect, Layer } from "effect"
 import type * as Scope from "effect/Scope"
 import { closeSync, fdatasync, fstatSync, openSync, statSync } from "node:fs"
+import { lastFrame, shmDescriptor } from "./walIndex.js"
 
 /** @internal */
 export interface Options {
   /** the database file, resolved */
   readonly filename: string
-  /** how often the log is looked at (default `INTERVAL_MS`) */
+  /** frames written since the last flush that start the next one (default `FRAMES`) */
+  readonly frames?: number | undefined
+  /** how often the WAL index is read while the log grows (default `BUSY_MS`) */
   readonly intervalMs?: number | undefined
+  /** how often while it does not (default `IDLE_MS`) */
+  readonly idleMs?: number | undefined
 }
 
 /** @internal */
 export interface Handle {
   /** flushes completed so far */
   readonly synced: Effect.Effect<number>
-  /** looks at the log so far */
+  /** reads of the WAL index so far */
   readonly looks: Effect.Effect<number>
 }
 
 /**
- * A flush every 50 ms at most leaves a checkpoint about 50 ms of writes to flush (under W2's
- * sequential load, 1,000 round trips/s, about 5 MB).
+ * 1,024 frames, 4 MB: a checkpoint is left that much (and what comes during a flush) to flush
+ * itself, a few milliseconds on the reference disk. Under W2's sequential load (about 23 frames per
+ * round trip) a flush every 45 round trips.
  */
-const INTERVAL_MS = 50
+const FRAMES = 1_024
+
+/** While the log grows: a read of 20 bytes of shared memory every 10 ms, as the checkpoint worker's. */
+const BUSY_MS = 10
+
+/** While it does not: a store at rest wakes the process 4 times a second for this. */
+const IDLE_MS = 250
 
 /**
- * Starts the flushes in the scope; closing the scope stops them (the descriptor is closed once a
- * flush in flight has ended). They never hold a process open.
+ * Starts the flushes in the scope; closing the scope stops them (the log's descriptor is closed
+ * once a flush in flight has ended). They never hold a process open.
  *
  * @internal
  */
@@ -47,10 +63,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
   Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => {
-        const path = `${options.filename}-wal`
+        const wal = `${options.filename}-wal`
+        const shm = `${options.filename}-shm`
+        const threshold = Math.max(1, Math.trunc(options.frames ?? FRAMES))
         let fd: number | undefined
-        // the size and modification time of the log at the last flush
-        let flushed: string | undefined
+        // the log's last frame when last read, and the frames written since the last flush
+        let seen: number | undefined
+        let unflushed = 0
         let flushing = false
         let stopped = false
         let synced = 0
@@ -63,53 +82,78 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             // closed already: nothing to do
           }
           fd = undefined
-          flushed = undefined
         }
-        /** The descriptor of the log at `path` now, opened again when it was deleted or replaced. */
-        const current = (): number | undefined => {
+        /** The descriptor of the log at its path now, opened again when it was deleted or replaced. */
+        const log = (): number | undefined => {
           if (fd !== undefined) {
-            const named = statSync(path, { throwIfNoEntry: false })
+            const named = statSync(wal, { throwIfNoEntry: false })
             const held = fstatSync(fd)
             if (named !== undefined && named.ino === held.ino && named.dev === held.dev) return fd
             close()
           }
           try {
-            fd = openSync(path, "r")
+            fd = openSync(wal, "r")
           } catch {
             return undefined // no log yet (or none any more)
           }
           return fd
         }
-        const look = () => {
+        /** Reads the WAL index and flushes when due; whether the log moved since the last look. */
+        const look = (): boolean => {
           looks++
-          if (flushing || stopped) return
+          const index = shmDescriptor(shm)
+          if (index === undefined) {
+            // no index: the last connection closed and SQLite deleted it and the log; let go of
+            // the log's descriptor, and count the next log from its start
+            close()
+            seen = undefined
+            unflushed = 0
+            return false
+          }
+          const last = lastFrame(index)
+          if (last === undefined) return false
+          const moved = seen !== undefined && last !== seen
+          // a log started over counts from 0: its frames since then (at first, all it holds)
+          unflushed += seen === undefined || last < seen ? last : last - seen
+          seen = last
+          if (flushing || unflushed < threshold) return moved
           try {
-            const target = current()
-            if (target === undefined) return
-            const stats = fstatSync(target, { bigint: true })
-            const state = `${stats.size}:${stats.mtimeNs}`
-            if (state === flushed) return
-            flushed = state
+            const target = log()
+            if (target === undefined) return moved
+            const flushed = unflushed
             flushing = true
             fdatasync(target, (error) => {
               flushing = false
-              if (error === null) synced++
-              // a log that cannot be flushed (a read-only file system, a platform refusing it on a
-              // read-only descriptor) is left to the checkpoints, as without this
-              else stopped = true
+              if (error === null) {
+                synced++
+                unflushed -= flushed
+              } else {
+                // a log that cannot be flushed (a read-only file system, a platform refusing it on
+                // a read-only descriptor) is left to the checkpoints, as without this
+                stopped = true
+              }
               if (stopped) close()
             })
           } catch {
             // the log went away between the calls: the next look opens it again
             close()
           }
+          return moved
         }
-        const timer = setInterval(look, options.intervalMs ?? INTERVAL_MS)
-        timer.unref()
+        const busyMs = options.intervalMs ?? BUSY_MS
+        const idleMs = Math.max(busyMs, options.idleMs ?? IDLE_MS)
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const next = (delay: number) => {
+          timer = setTimeout(() => {
+            if (!stopped) next(look() ? busyMs : idleMs)
+          }, delay)
+          timer.unref()
+        }
+        next(busyMs)
         return {
           handle: { synced: Effect.sync(() => synced), looks: Effect.sync(() => looks) } satisfies Handle,
           stop: () => {
-            clearInterval(timer)
+            clearTimeout(timer)
             stopped = true
             if (!flushing) close()
           }
