@@ -91,7 +91,11 @@ it.live("a worker that cannot open the file is logged; the store goes on without
 it.live("a worker that stops leaves the store's locks on -shm in place", () =>
   Effect.gen(function*() {
     const filename = join(yield* tempDir, "gate.db")
-    const store = yield* Layer.build(ToolGateSqlite.layerStore({ filename, checkpoints: "inline" }))
+    // synchronous FULL: the store flushes no log of its own, so the descriptors of -shm counted
+    // here are SQLite's and the worker's
+    const store = yield* Layer.build(
+      ToolGateSqlite.layerStore({ filename, checkpoints: "inline", synchronous: "full" })
+    )
     yield* Effect.provide(Effect.flatMap(ApprovalStore.ApprovalStore, (s) => s.append([decision(1)])), store)
     const held = locksHeldOn(`${filename}-shm`)
     expect(held).toBeGreaterThan(0)
@@ -112,8 +116,9 @@ it.live("the next worker on the file reads through the descriptor left open; it 
     const filename = join(dir, "gate.db")
     const shm = `${filename}-shm`
     const storeScope = yield* Scope.make()
+    // as above: no flushes of the store's own beside the workers
     const store = yield* Layer.buildWithScope(
-      ToolGateSqlite.layerStore({ filename, checkpoints: "inline" }),
+      ToolGateSqlite.layerStore({ filename, checkpoints: "inline", synchronous: "full" }),
       storeScope
     )
     const append = (n: number) =>
