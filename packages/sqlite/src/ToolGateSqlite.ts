@@ -5,7 +5,8 @@
  * which does not load in Bun). A process waiting on an answer is woken when another process
  * commits, by a watch on the database's directory (the WAL file changes on every commit), with a
  * slow poll behind it. WAL checkpoints run in the commits, or in a background thread
- * (`checkpoints: "background"`).
+ * (`checkpoints: "background"`); with `synchronous: "normal"` (the default) the write-ahead log is
+ * flushed to disk in the background as it grows, so a checkpoint's own flush finds little left.
  *
  * @example
  * import { Policy, ToolGate } from "@tool-gate/core"
