@@ -9,12 +9,12 @@ import { endianness } from "node:os"
 /**
  * The descriptors of `-shm` files read beside SQLite (by the checkpoint workers, by the log's
  * flushes), opened and owned by the main thread: a descriptor a worker opened is closed when its
- * thread ends (Node does that), and closing any
- * descriptor of a file drops every POSIX lock the process holds on it, SQLite's own included (any
- * connection of this process to the database, on any thread): another process would then find the
- * index unlocked and rebuild it under those connections (a SIGBUS, or a torn index). So one is
- * closed only once its file is deleted, which SQLite does when the last connection to the database
- * closes (no lock of ours is left on it then), and every reader of that file reads through it.
+ * thread ends (Node does that), and closing any descriptor of a file drops every POSIX lock the
+ * process holds on it, SQLite's own included (any connection of this process to the database, on
+ * any thread): another process would then find the index unlocked and rebuild it under those
+ * connections (a SIGBUS, or a torn index). So one is closed only once its file is deleted, which
+ * SQLite does when the last connection to the database closes (no lock of ours is left on it then),
+ * and every reader of that file reads through it.
  */
 const opened = new Set<number>()
 

@@ -126,7 +126,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
               flushing = false
               if (error === null) {
                 synced++
-                unflushed -= flushed
+                // what came since the flush began stays due (none when the log went meanwhile)
+                unflushed = Math.max(0, unflushed - flushed)
               } else {
                 // a log that cannot be flushed (a read-only file system, a platform refusing it on
                 // a read-only descriptor) is left to the checkpoints, as without this
