@@ -168,39 +168,40 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
      * job's exit. `stopOnFailure` (writes, in one transaction): stops at the first failure. Says
      * whether every job succeeded.
      */
-    const runMerged = Effect.fnUntraced(function*(jobs: ReadonlyArray<Job>, stopOnFailure: boolean) {
-      let succeeded = true
-      for (let i = 0; i < jobs.length; i++) {
-        const job = jobs[i]!
-        if (job.exit !== undefined) continue
-        const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
-        if (members.length < 2) {
-          job.exit = yield* Effect.exit(bodyOf(job))
-        } else {
-          const exit = yield* Effect.exit(job.group!.run(members.map((member) => member.input)))
-          if (Exit.isSuccess(exit)) {
-            members.forEach((member, k) => member.exit = Exit.succeed(exit.value[k]))
-          } else if (stopOnFailure) {
-            job.exit = exit
+    const runMerged = (jobs: ReadonlyArray<Job>, stopOnFailure: boolean) =>
+      Effect.gen(function*() {
+        let succeeded = true
+        for (let i = 0; i < jobs.length; i++) {
+          const job = jobs[i]!
+          if (job.exit !== undefined) continue
+          const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
+          if (members.length < 2) {
+            job.exit = yield* Effect.exit(bodyOf(job))
           } else {
-            // a read: each call again alone, so one call's failure stays its own
-            for (const member of members) member.exit = yield* Effect.exit(bodyOf(member))
+            const exit = yield* Effect.exit(job.group!.run(members.map((member) => member.input)))
+            if (Exit.isSuccess(exit)) {
+              members.forEach((member, k) => member.exit = Exit.succeed(exit.value[k]))
+            } else if (stopOnFailure) {
+              job.exit = exit
+            } else {
+              // a read: each call again alone, so one call's failure stays its own
+              for (const member of members) member.exit = yield* Effect.exit(bodyOf(member))
+            }
+          }
+          if (Exit.isFailure(job.exit!)) {
+            succeeded = false
+            if (stopOnFailure) break
           }
         }
-        if (Exit.isFailure(job.exit!)) {
-          succeeded = false
-          if (stopOnFailure) break
-        }
-      }
-      return succeeded
-    })
+        return succeeded
+      })
 
     /**
      * Runs `writes` in one transaction; sets each job's exit. `false`: the transaction's `BEGIN`
      * failed, so none of them ran.
      */
-    const runWrites: (conn: Connection, writes: ReadonlyArray<Job>) => Effect.Effect<boolean> = Effect.fnUntraced(
-      function*(conn, writes) {
+    const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<boolean> =>
+      Effect.gen(function*() {
         if (statementAlone(writes)) {
           // one statement is all-or-nothing: when a merged one fails, each call runs alone
           if (!(yield* runMerged(writes, true)) && writes.length > 1) {
@@ -231,8 +232,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           for (const job of writes) job.exit = committed
         }
         return true
-      }
-    )
+      })
 
     /**
      * Runs a batch on `conn` (reads first, then writes in one transaction); sets every job's exit.
@@ -279,28 +279,29 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     const kept = options.keep ? yield* KeptConnection.make(options.reserve) : undefined
 
     /** Runs a batch on the kept connection (see `keep`); sets every job's exit. */
-    const runKept = Effect.fnUntraced(function*(kept: KeptConnection.KeptConnection, jobs: ReadonlyArray<Job>) {
-      let running = jobs
-      for (let attempt = 1;; attempt++) {
-        const conn = yield* Effect.exit(kept.get)
-        if (Exit.isFailure(conn)) return failAll(running, conn)
-        const begun = yield* Effect.provideService(
-          runOn(conn.value, running),
-          SqlClient.TransactionConnection,
-          [conn.value, 0] as const
-        )
-        const failed = running.some((job) => Exit.isFailure(job.exit!))
-        if (failed) yield* kept.drop
-        if (attempt === 2) return
-        // Once more, on a fresh connection (the server may have ended the kept one): all of them
-        // when nothing ran; when statements that ran alone failed, those (a failed statement
-        // changed nothing; one that took effect before its answer was lost changes nothing more).
-        const alone = running.every((job) => job.write) && statementAlone(running)
-        if (begun && !(failed && alone)) return
-        if (begun) running = running.filter((job) => Exit.isFailure(job.exit!))
-        for (const job of running) job.exit = undefined
-      }
-    })
+    const runKept = (kept: KeptConnection.KeptConnection, jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        let running = jobs
+        for (let attempt = 1;; attempt++) {
+          const conn = yield* Effect.exit(kept.get)
+          if (Exit.isFailure(conn)) return failAll(running, conn)
+          const begun = yield* Effect.provideService(
+            runOn(conn.value, running),
+            SqlClient.TransactionConnection,
+            [conn.value, 0] as const
+          )
+          const failed = running.some((job) => Exit.isFailure(job.exit!))
+          if (failed) yield* kept.drop
+          if (attempt === 2) return
+          // Once more, on a fresh connection (the server may have ended the kept one): all of them
+          // when nothing ran; when statements that ran alone failed, those (a failed statement
+          // changed nothing; one that took effect before its answer was lost changes nothing more).
+          const alone = running.every((job) => job.write) && statementAlone(running)
+          if (begun && !(failed && alone)) return
+          if (begun) running = running.filter((job) => Exit.isFailure(job.exit!))
+          for (const job of running) job.exit = undefined
+        }
+      })
 
     /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
     const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> => {

@@ -149,32 +149,33 @@ export const make = (
    * resolution. One store step claims the request and commits what the answer makes of it, so
    * answers arriving together merge into one write.
    */
-  const answer = Effect.fnUntraced(function*(
+  const answer = (
     requestId: ApprovalRequest.RequestId,
     response: ApprovalRequest.ApprovalResponse
-  ) {
-    const now = yield* Clock.currentTimeMillis
-    const result = yield* store.answer(requestId, now, (request) => {
-      const { grant, resolution } = resolutionFor(policy, request, response, now)
-      return { resolution, event: AuditEvent.approvalResolved(request, resolution), grant }
+  ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const result = yield* store.answer(requestId, now, (request) => {
+        const { grant, resolution } = resolutionFor(policy, request, response, now)
+        return { resolution, event: AuditEvent.approvalResolved(request, resolution), grant }
+      })
+      switch (result._tag) {
+        case "NotFound":
+          return yield* new RequestNotFound({ requestId })
+        case "NotPending":
+          return yield* settleRepeat(result.request, response)
+        case "Overdue":
+        case "NotDue":
+          return yield* refuseOverdue(result.request, now)
+        case "Resolved":
+          if (result.grant !== undefined) yield* projection.project([result.grant])
+          yield* Observe.answered(result.request)
+          if (Option.isNone(yield* Effect.serviceOption(SqlClient.TransactionConnection))) {
+            options.answered(result.request)
+          }
+          return result.request
+      }
     })
-    switch (result._tag) {
-      case "NotFound":
-        return yield* new RequestNotFound({ requestId })
-      case "NotPending":
-        return yield* settleRepeat(result.request, response)
-      case "Overdue":
-      case "NotDue":
-        return yield* refuseOverdue(result.request, now)
-      case "Resolved":
-        if (result.grant !== undefined) yield* projection.project([result.grant])
-        yield* Observe.answered(result.request)
-        if (Option.isNone(yield* Effect.serviceOption(SqlClient.TransactionConnection))) {
-          options.answered(result.request)
-        }
-        return result.request
-    }
-  })
 
   /** `respond`: the input is decoded once, here at the edge; everything after works on the typed answer. */
   const respond = (

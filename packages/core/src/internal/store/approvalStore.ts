@@ -141,26 +141,17 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
      * A transition of a pending request: claimed under `claim`, then committed as `step` makes it
      * of the claimed request; or why it was refused.
      */
-    const transition: (
+    const transition = (
       operation: string,
       requestId: RequestId,
       claim: Claim,
       refusal: "Overdue" | "NotDue" | "NotPending",
       step: (request: ApprovalRequest) => Step
-    ) => Effect.Effect<ResolveResult, PersistenceError> = Effect.fnUntraced(function*(
-      operation,
-      requestId,
-      claim,
-      refusal,
-      step
-    ) {
-      // the grant of the transition that ran last: a merged batch that fails runs each call again
-      let granted: SessionApproval | undefined
-      const result = yield* driver.claimRequest(
-        operation,
-        requestId,
-        claim,
-        (before) =>
+    ): Effect.Effect<ResolveResult, PersistenceError> =>
+      Effect.gen(function*() {
+        // the grant of the transition that ran last: a merged batch that fails runs each call again
+        let granted: SessionApproval | undefined
+        const result = yield* driver.claimRequest(operation, requestId, claim, (before) =>
           Either.flatMap(codecs.request.decode(before), (request) => {
             const { event, grant, next } = step(request)
             return Either.flatMap(codecs.event.encode(event), (encoded) =>
@@ -175,25 +166,24 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
                   }
                 }
               }))
-          })
-      )
-      if (result._tag === "Claimed") {
-        yield* hint(result.events)
-        return {
-          _tag: "Resolved",
-          request: yield* decode(operation, codecs.request)(result.request),
-          event: written(result.events)[0]!,
-          ...(granted !== undefined ? { grant: granted } : {})
-        } as const
-      }
-      if (Option.isNone(result.current)) {
-        return { _tag: "NotFound" } as const
-      }
-      const current = yield* decode(operation, codecs.request)(result.current.value)
-      return current.status === "pending" && refusal !== "NotPending"
-        ? { _tag: refusal, request: current }
-        : { _tag: "NotPending", request: current }
-    })
+          }))
+        if (result._tag === "Claimed") {
+          yield* hint(result.events)
+          return {
+            _tag: "Resolved",
+            request: yield* decode(operation, codecs.request)(result.request),
+            event: written(result.events)[0]!,
+            ...(granted !== undefined ? { grant: granted } : {})
+          } as const
+        }
+        if (Option.isNone(result.current)) {
+          return { _tag: "NotFound" } as const
+        }
+        const current = yield* decode(operation, codecs.request)(result.current.value)
+        return current.status === "pending" && refusal !== "NotPending"
+          ? { _tag: refusal, request: current }
+          : { _tag: "NotPending", request: current }
+      })
 
     const store: Service = {
       // Encoded as the effect is made, not when it runs: encoding is pure, and one step fewer
@@ -217,41 +207,42 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         })
       },
 
-      createRequest: Effect.fnUntraced(function*(request, event, shadow) {
-        const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
-        const call = request.toolCall
-        const digest = argsDigest(call.args)
-        const encoded = yield* encodeEvents("createRequest", events)
-        const result = yield* driver.insertRequest(
-          yield* encode("createRequest", codecs.request, request),
-          encoded,
-          // the driver judged activity on the store's clock; `covers` judges scope and arguments
-          (active) => {
-            for (let i = 0; i < active.length; i++) {
-              const grant = codecs.approval.decode(active[i])
-              if (Either.isLeft(grant)) return Either.left(grant.left)
-              if (covers(grant.right, call, Number.NEGATIVE_INFINITY, digest)) return Either.right(i)
+      createRequest: (request, event, shadow) =>
+        Effect.gen(function*() {
+          const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
+          const call = request.toolCall
+          const digest = argsDigest(call.args)
+          const encoded = yield* encodeEvents("createRequest", events)
+          const result = yield* driver.insertRequest(
+            yield* encode("createRequest", codecs.request, request),
+            encoded,
+            // the driver judged activity on the store's clock; `covers` judges scope and arguments
+            (active) => {
+              for (let i = 0; i < active.length; i++) {
+                const grant = codecs.approval.decode(active[i])
+                if (Either.isLeft(grant)) return Either.left(grant.left)
+                if (covers(grant.right, call, Number.NEGATIVE_INFINITY, digest)) return Either.right(i)
+              }
+              return Either.right(-1)
+            },
+            digest
+          )
+          switch (result._tag) {
+            case "Inserted": {
+              yield* hint(result.events)
+              const [requested, shadowed] = written(result.events)
+              return shadowed === undefined
+                ? { _tag: "Created", request, event: requested! }
+                : { _tag: "Created", request, event: requested!, shadow: shadowed }
             }
-            return Either.right(-1)
-          },
-          digest
-        )
-        switch (result._tag) {
-          case "Inserted": {
-            yield* hint(result.events)
-            const [requested, shadowed] = written(result.events)
-            return shadowed === undefined
-              ? { _tag: "Created", request, event: requested! }
-              : { _tag: "Created", request, event: requested!, shadow: shadowed }
+            case "Existing":
+              return { _tag: "Existing", request: yield* decode("createRequest", codecs.request)(result.request) }
+            case "Decided":
+              return { _tag: "Decided", decision: yield* decode("createRequest", codecs.decision)(result.decision) }
+            case "Covered":
+              return { _tag: "Covered", grant: yield* decode("createRequest", codecs.approval)(result.grant) }
           }
-          case "Existing":
-            return { _tag: "Existing", request: yield* decode("createRequest", codecs.request)(result.request) }
-          case "Decided":
-            return { _tag: "Decided", decision: yield* decode("createRequest", codecs.decision)(result.decision) }
-          case "Covered":
-            return { _tag: "Covered", grant: yield* decode("createRequest", codecs.approval)(result.grant) }
-        }
-      }),
+        }),
 
       resolve: (requestId, resolution, event, grant) => {
         const step = (request: ApprovalRequest): Step => ({
@@ -291,15 +282,16 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
           (result) => result._tag === "Resolved"
         ),
 
-      consume: Effect.fnUntraced(function*(requestId, at, event) {
-        const rows = yield* driver.consume(
-          requestId,
-          at,
-          event === undefined ? [] : [yield* encode("consume", codecs.event, event)]
-        )
-        yield* hint(rows)
-        return rows !== undefined
-      }),
+      consume: (requestId, at, event) =>
+        Effect.gen(function*() {
+          const rows = yield* driver.consume(
+            requestId,
+            at,
+            event === undefined ? [] : [yield* encode("consume", codecs.event, event)]
+          )
+          yield* hint(rows)
+          return rows !== undefined
+        }),
 
       getRequest: (requestId) =>
         Effect.flatMap(driver.getRequest(requestId), Effect.transposeMapOption(decode("getRequest", codecs.request))),
@@ -362,32 +354,35 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       listToWarn: (at, warnBeforeMs) =>
         Effect.flatMap(driver.listToWarn(at, warnBeforeMs), decodeAll("listToWarn", codecs.request)),
 
-      grant: Effect.fnUntraced(function*(approval, event) {
-        const result = yield* driver.insertApproval(
-          [yield* encode("grant", codecs.event, event)],
-          (seqs) => codecs.approval.encode({ ...approval, seq: seqs[0]! })
-        )
-        yield* hint(result.events)
-        return yield* decode("grant", codecs.approval)(result.approval)
-      }),
+      grant: (approval, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.insertApproval(
+            [yield* encode("grant", codecs.event, event)],
+            (seqs) => codecs.approval.encode({ ...approval, seq: seqs[0]! })
+          )
+          yield* hint(result.events)
+          return yield* decode("grant", codecs.approval)(result.approval)
+        }),
 
-      revoke: Effect.fnUntraced(function*(id, at, event) {
-        const result = yield* driver.revoke({ id }, at, [yield* encode("revoke", codecs.event, event)], revokeAll(at))
-        yield* hint(result.events)
-        const [revoked] = yield* decodeAll("revoke", codecs.approval)(result.revoked)
-        return Option.fromNullable(revoked)
-      }),
+      revoke: (id, at, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.revoke({ id }, at, [yield* encode("revoke", codecs.event, event)], revokeAll(at))
+          yield* hint(result.events)
+          const [revoked] = yield* decodeAll("revoke", codecs.approval)(result.revoked)
+          return Option.fromNullable(revoked)
+        }),
 
-      revokeWhere: Effect.fnUntraced(function*(query, at, event) {
-        const result = yield* driver.revoke(
-          { sessionKey: query.sessionKey, toolName: query.toolName?.toLowerCase() },
-          at,
-          [yield* encode("revokeWhere", codecs.event, event)],
-          revokeAll(at)
-        )
-        yield* hint(result.events)
-        return yield* decodeAll("revokeWhere", codecs.approval)(result.revoked)
-      }),
+      revokeWhere: (query, at, event) =>
+        Effect.gen(function*() {
+          const result = yield* driver.revoke(
+            { sessionKey: query.sessionKey, toolName: query.toolName?.toLowerCase() },
+            at,
+            [yield* encode("revokeWhere", codecs.event, event)],
+            revokeAll(at)
+          )
+          yield* hint(result.events)
+          return yield* decodeAll("revokeWhere", codecs.approval)(result.revoked)
+        }),
 
       sessionApprovals: (query) =>
         Effect.flatMap(driver.sessionApprovals(query), decodeAll("sessionApprovals", codecs.approval)),

@@ -253,18 +253,17 @@ export const make = (
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
-    const appendSome = Effect.fnUntraced(function*(events: ReadonlyArray<EventEncoded>) {
-      const after = yield* headNow
-      const rows = chainedRows(events, after)
-      // numbered in insertion order (RETURNING's row order is not promised)
-      const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
-      after.hash = rows[rows.length - 1]!.hash
-      after.seq = seqs[seqs.length - 1]!
-      if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
-      return events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
-    })
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
-      events.length === 0 ? Effect.succeed([]) : appendSome(events)
+      events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
+        const after = yield* headNow
+        const rows = chainedRows(events, after)
+        // numbered in insertion order (RETURNING's row order is not promised)
+        const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
+        after.hash = rows[rows.length - 1]!.hash
+        after.seq = seqs[seqs.length - 1]!
+        if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
+        return events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
+      })
 
     /** The events of several writes in one insert; each write's own rows back, in order. */
     const appendEach = <W extends { readonly events: ReadonlyArray<EventEncoded> }>(writes: ReadonlyArray<W>) =>
@@ -300,27 +299,28 @@ export const make = (
      * PostgreSQL: each write's one event numbered and written by `statement` beside its request's
      * columns; the statement's rows and each write's own event rows.
      */
-    const numberedWithRequests = Effect.fnUntraced(function*<W extends Merged.RequestWrite>(
+    const numberedWithRequests = <W extends Merged.RequestWrite>(
       statement: (
         rows: ReadonlyArray<Statements.EventRow & Statements.RequestColumns>
       ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
       writes: ReadonlyArray<W>
-    ) {
-      const after = yield* headNow
-      const events = chainedRows(writes.map((write) => write.events[0]!), after)
-      const rows = yield* statement(writes.map((write, i) => ({
-        ...events[i]!,
-        ...Statements.requestColumns(requestRowOf(write.request))
-      })))
-      after.hash = events[events.length - 1]!.hash
-      const seqs = yield* seqsOf(rows)
-      after.seq = seqs[seqs.length - 1]!
-      if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
-      const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
-        writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
-      )
-      return { rows, rowsOf }
-    })
+    ) =>
+      Effect.gen(function*() {
+        const after = yield* headNow
+        const events = chainedRows(writes.map((write) => write.events[0]!), after)
+        const rows = yield* statement(writes.map((write, i) => ({
+          ...events[i]!,
+          ...Statements.requestColumns(requestRowOf(write.request))
+        })))
+        after.hash = events[events.length - 1]!.hash
+        const seqs = yield* seqsOf(rows)
+        after.seq = seqs[seqs.length - 1]!
+        if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
+        const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
+          writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
+        )
+        return { rows, rowsOf }
+      })
 
     /**
      * Appends the events of claimed requests and rewrites those requests; each write's own event
@@ -367,26 +367,27 @@ export const make = (
      * its guard holds: the rows it returned and the event as written, or `None` when it wrote nothing
      * (the chain's head is then as it was).
      */
-    const writeOneIf = Effect.fnUntraced(function*<P extends Record<string, unknown>>(
+    const writeOneIf = <P extends Record<string, unknown>>(
       statement: (
         params: Statements.EventRow & Statements.RequestColumns & P
       ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
       event: EventEncoded,
       request: RequestEncoded,
       params: P
-    ) {
-      const after = yield* headNow
-      const row = chainedRows([event], after)[0]!
-      const requestRow = entityRows.requestRow(request)
-      const rows = yield* statement({ ...row, ...Statements.requestColumns(requestRow), ...params })
-      if (rows.length === 0) return Option.none()
-      after.hash = row.hash
-      const [seq] = yield* seqsOf(rows)
-      after.seq = seq!
-      if (notifyChannel === undefined) yield* feed.onCommit(seq!)
-      noted(requestRow)
-      return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>, requestRow })
-    })
+    ) =>
+      Effect.gen(function*() {
+        const after = yield* headNow
+        const row = chainedRows([event], after)[0]!
+        const requestRow = entityRows.requestRow(request)
+        const rows = yield* statement({ ...row, ...Statements.requestColumns(requestRow), ...params })
+        if (rows.length === 0) return Option.none()
+        after.hash = row.hash
+        const [seq] = yield* seqsOf(rows)
+        after.seq = seq!
+        if (notifyChannel === undefined) yield* feed.onCommit(seq!)
+        noted(requestRow)
+        return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>, requestRow })
+      })
 
     /**
      * SQLite: a new request's one event inserted when nothing stands in its way (as

@@ -169,31 +169,30 @@ export const make = (options: {
     Failure
   > = {
     write: true,
-    run: Effect.fnUntraced(function*(inputs) {
-      if (inputs.length === 1) {
-        const { events, row } = inputs[0]!
-        return (yield* q.insertDecisionUnrequested(row)).length > 0
-          ? [{ _tag: "Inserted", events: yield* appendEvents(events) }]
-          : [yield* foundInstead(row.sessionKey, row.toolCallId)]
-      }
-      const firsts = firstsOf(inputs, (input) => input.row.sessionKey, (input) => input.row.toolCallId)
-      const inserted = new Map<string, Set<unknown>>()
-      for (const row of yield* q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row))) {
-        const key = String(row.session_key)
-        inserted.set(key, (inserted.get(key) ?? new Set()).add(row.tool_call_id))
-      }
-      const rowsOf = yield* appendEach(
-        inputs.filter((input) =>
+    run: (inputs) =>
+      Effect.gen(function*() {
+        if (inputs.length === 1) {
+          const { events, row } = inputs[0]!
+          return (yield* q.insertDecisionUnrequested(row)).length > 0
+            ? [{ _tag: "Inserted", events: yield* appendEvents(events) }]
+            : [yield* foundInstead(row.sessionKey, row.toolCallId)]
+        }
+        const firsts = firstsOf(inputs, (input) => input.row.sessionKey, (input) => input.row.toolCallId)
+        const inserted = new Map<string, Set<unknown>>()
+        for (const row of yield* q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row))) {
+          const key = String(row.session_key)
+          inserted.set(key, (inserted.get(key) ?? new Set()).add(row.tool_call_id))
+        }
+        const rowsOf = yield* appendEach(inputs.filter((input) =>
           firsts.has(input) && inserted.get(input.row.sessionKey)?.has(input.row.toolCallId) === true
-        )
-      )
-      return yield* Effect.forEach(inputs, (input) => {
-        const events = rowsOf.get(input)
-        return events === undefined
-          ? foundInstead(input.row.sessionKey, input.row.toolCallId)
-          : Effect.succeed<DecisionInsert>({ _tag: "Inserted", events })
+        ))
+        return yield* Effect.forEach(inputs, (input) => {
+          const events = rowsOf.get(input)
+          return events === undefined
+            ? foundInstead(input.row.sessionKey, input.row.toolCallId)
+            : Effect.succeed<DecisionInsert>({ _tag: "Inserted", events })
+        })
       })
-    })
   }
 
   /**
@@ -208,18 +207,19 @@ export const make = (options: {
     write: true,
     // spends made `single` append no events: merged, they are `consumeMany` alone
     single: true,
-    run: Effect.fnUntraced(function*(inputs) {
-      if (inputs.length === 1) {
-        const { at, events, requestId } = inputs[0]!
-        return (yield* q.consume({ requestId, at })).length === 0 ? [undefined] : [yield* appendEvents(events)]
-      }
-      const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-      const spent = new Set(
-        (yield* q.consumeMany(Array.from(firsts))).map((row) => row.request_id)
-      )
-      const rowsOf = yield* appendEach(inputs.filter((input) => firsts.has(input) && spent.has(input.requestId)))
-      return inputs.map((input) => rowsOf.get(input))
-    })
+    run: (inputs) =>
+      Effect.gen(function*() {
+        if (inputs.length === 1) {
+          const { at, events, requestId } = inputs[0]!
+          return (yield* q.consume({ requestId, at })).length === 0 ? [undefined] : [yield* appendEvents(events)]
+        }
+        const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
+        const spent = new Set(
+          (yield* q.consumeMany(Array.from(firsts))).map((row) => row.request_id)
+        )
+        const rowsOf = yield* appendEach(inputs.filter((input) => firsts.has(input) && spent.has(input.requestId)))
+        return inputs.map((input) => rowsOf.get(input))
+      })
   }
 
   type RequestInsert = Effect.Effect.Success<ReturnType<Encoded["insertRequest"]>>
@@ -251,69 +251,70 @@ export const make = (options: {
    */
   const newRequests: Batcher.Group<NewRequest, RequestInsert, Failure> = {
     write: true,
-    run: Effect.fnUntraced(function*(inputs) {
-      if (inputs.length === 1) {
-        const input = inputs[0]!
-        const free = yield* options.insertRequestIfFree(input)
-        if (Option.isSome(free)) {
-          if (Option.isNone(free.value)) return yield* reuseOf(input.request.requestId)
-          return [{ _tag: "Inserted", events: free.value.value }]
+    run: (inputs) =>
+      Effect.gen(function*() {
+        if (inputs.length === 1) {
+          const input = inputs[0]!
+          const free = yield* options.insertRequestIfFree(input)
+          if (Option.isSome(free)) {
+            if (Option.isNone(free.value)) return yield* reuseOf(input.request.requestId)
+            return [{ _tag: "Inserted", events: free.value.value }]
+          }
+          const call = input.request.toolCall
+          const rows = yield* q.recordedOrCovering({
+            sessionKey: call.sessionKey,
+            toolCallId: call.id,
+            toolName: call.name.toLowerCase(),
+            at: input.request.createdAt
+          })
+          const recorded = yield* recordOf(rows.filter((row) => row.approval === null))
+          const active = Option.isSome(recorded) ? [] : yield* approvalsOf(rows.filter((row) => row.approval !== null))
+          const found = yield* foundFor(recorded, active, input.covering)
+          if (found !== undefined) return [found]
+          const inserted = yield* insertRequests([input])
+          if (Option.isNone(inserted)) return yield* reuseOf(input.request.requestId)
+          return [{ _tag: "Inserted", events: inserted.value.get(input)! }]
         }
-        const call = input.request.toolCall
-        const rows = yield* q.recordedOrCovering({
-          sessionKey: call.sessionKey,
-          toolCallId: call.id,
-          toolName: call.name.toLowerCase(),
-          at: input.request.createdAt
+        const callOf = (input: NewRequest) => input.request.toolCall
+        const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
+        const recorded = yield* recordedCalls.run(
+          inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
+        )
+        const earliest = Math.min(...inputs.map((input) => input.request.createdAt))
+        const grantRows = yield* q.activeGrantsOf(inputs.map((input) => ({
+          sessionKey: callOf(input).sessionKey,
+          toolName: callOf(input).name.toLowerCase(),
+          at: earliest
+        })))
+        const results = new Map<NewRequest, RequestInsert>()
+        const toMake: Array<NewRequest> = []
+        for (let i = 0; i < inputs.length; i++) {
+          const input = inputs[i]!
+          if (!firsts.has(input)) continue
+          const call = callOf(input)
+          // active at the request's own time (one read served the batch from its earliest)
+          const rows = grantRows.filter((row) =>
+            row.session_key === call.sessionKey && row.tool_name === call.name.toLowerCase() &&
+            (options.clock === "database" || row.expires_at === null ||
+              Number(row.expires_at) > input.request.createdAt)
+          )
+          const found = yield* foundFor(recorded[i]!, yield* approvalsOf(rows), input.covering)
+          if (found === undefined) toMake.push(input)
+          else results.set(input, found)
+        }
+        const inserted = yield* insertRequests(toMake)
+        // writers are serialized and the batch's call ids were read above: only a request id
+        // already taken is left (the batch then runs call by call, and that call alone dies)
+        if (Option.isNone(inserted)) return yield* reuseOf("of this batch")
+        for (const [input, events] of inserted.value) results.set(input, { _tag: "Inserted", events })
+        return yield* Effect.forEach(inputs, (input) => {
+          const result = results.get(input)
+          return result !== undefined ? Effect.succeed(result) : Effect.flatMap(
+            recordedByCall(callOf(input).sessionKey, callOf(input).id),
+            (found) => Effect.map(foundFor(found, [], () => Either.right(-1)), (met) => met!)
+          )
         })
-        const recorded = yield* recordOf(rows.filter((row) => row.approval === null))
-        const active = Option.isSome(recorded) ? [] : yield* approvalsOf(rows.filter((row) => row.approval !== null))
-        const found = yield* foundFor(recorded, active, input.covering)
-        if (found !== undefined) return [found]
-        const inserted = yield* insertRequests([input])
-        if (Option.isNone(inserted)) return yield* reuseOf(input.request.requestId)
-        return [{ _tag: "Inserted", events: inserted.value.get(input)! }]
-      }
-      const callOf = (input: NewRequest) => input.request.toolCall
-      const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
-      const recorded = yield* recordedCalls.run(
-        inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
-      )
-      const earliest = Math.min(...inputs.map((input) => input.request.createdAt))
-      const grantRows = yield* q.activeGrantsOf(inputs.map((input) => ({
-        sessionKey: callOf(input).sessionKey,
-        toolName: callOf(input).name.toLowerCase(),
-        at: earliest
-      })))
-      const results = new Map<NewRequest, RequestInsert>()
-      const toMake: Array<NewRequest> = []
-      for (let i = 0; i < inputs.length; i++) {
-        const input = inputs[i]!
-        if (!firsts.has(input)) continue
-        const call = callOf(input)
-        // active at the request's own time (one read served the batch from its earliest)
-        const rows = grantRows.filter((row) =>
-          row.session_key === call.sessionKey && row.tool_name === call.name.toLowerCase() &&
-          (options.clock === "database" || row.expires_at === null ||
-            Number(row.expires_at) > input.request.createdAt)
-        )
-        const found = yield* foundFor(recorded[i]!, yield* approvalsOf(rows), input.covering)
-        if (found === undefined) toMake.push(input)
-        else results.set(input, found)
-      }
-      const inserted = yield* insertRequests(toMake)
-      // writers are serialized and the batch's call ids were read above: only a request id
-      // already taken is left (the batch then runs call by call, and that call alone dies)
-      if (Option.isNone(inserted)) return yield* reuseOf("of this batch")
-      for (const [input, events] of inserted.value) results.set(input, { _tag: "Inserted", events })
-      return yield* Effect.forEach(inputs, (input) => {
-        const result = results.get(input)
-        return result !== undefined ? Effect.succeed(result) : Effect.flatMap(
-          recordedByCall(callOf(input).sessionKey, callOf(input).id),
-          (found) => Effect.map(foundFor(found, [], () => Either.right(-1)), (met) => met!)
-        )
       })
-    })
   }
 
   type ClaimResult = Effect.Effect.Success<ReturnType<Encoded["claimRequest"]>>
@@ -332,45 +333,46 @@ export const make = (options: {
    */
   const claimsOf = (kind: Claim["_tag"]): Batcher.Group<ClaimInput, ClaimResult, Failure> => ({
     write: true,
-    run: Effect.fnUntraced(function*(inputs) {
-      if (inputs.length === 1) {
-        const input = inputs[0]!
-        const known = yield* options.claimKnown(input)
-        const made = Option.isSome(known) ? known.value : yield* claimAlone(input)
-        if (made === undefined) return [yield* refused(input.requestId)]
-        const { claimed, events: rows } = made
-        if (claimed.grant !== undefined) {
-          yield* q.insertApproval(approvalRow(yield* fromEither(claimed.grant(numbersOf(rows)))))
+    run: (inputs) =>
+      Effect.gen(function*() {
+        if (inputs.length === 1) {
+          const input = inputs[0]!
+          const known = yield* options.claimKnown(input)
+          const made = Option.isSome(known) ? known.value : yield* claimAlone(input)
+          if (made === undefined) return [yield* refused(input.requestId)]
+          const { claimed, events: rows } = made
+          if (claimed.grant !== undefined) {
+            yield* q.insertApproval(approvalRow(yield* fromEither(claimed.grant(numbersOf(rows)))))
+          }
+          return [{ _tag: "Claimed", request: claimed.request, events: rows }]
         }
-        return [{ _tag: "Claimed", request: claimed.request, events: rows }]
-      }
-      const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-      const claimedRows = yield* q.claimMany[kind](
-        Array.from(
-          firsts,
-          (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 })
+        const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
+        const claimedRows = yield* q.claimMany[kind](
+          Array.from(
+            firsts,
+            (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 })
+          )
         )
-      )
-      const befores = yield* requestsOf(claimedRows)
-      const beforeOf = new Map(claimedRows.map((row, i) => [row.request_id, befores[i]!]))
-      const claimed: Array<Transition & { readonly input: ClaimInput }> = []
-      for (const input of inputs) {
-        const before = firsts.has(input) ? beforeOf.get(input.requestId) : undefined
-        if (before !== undefined) claimed.push({ input, ...(yield* fromEither(input.transition(before))) })
-      }
-      const rowsOf = yield* appendRewriting(claimed)
-      const afters = new Map<ClaimInput, ClaimResult>()
-      const grants: Array<ApprovalEncoded> = []
-      for (const [{ grant, input, request }, events] of rowsOf) {
-        afters.set(input, { _tag: "Claimed", request, events })
-        if (grant !== undefined) grants.push(yield* fromEither(grant(numbersOf(events))))
-      }
-      if (grants.length > 0) yield* q.insertApprovals(grants.map(approvalRow))
-      return yield* Effect.forEach(inputs, (input) => {
-        const after = afters.get(input)
-        return after === undefined ? refused(input.requestId) : Effect.succeed(after)
+        const befores = yield* requestsOf(claimedRows)
+        const beforeOf = new Map(claimedRows.map((row, i) => [row.request_id, befores[i]!]))
+        const claimed: Array<Transition & { readonly input: ClaimInput }> = []
+        for (const input of inputs) {
+          const before = firsts.has(input) ? beforeOf.get(input.requestId) : undefined
+          if (before !== undefined) claimed.push({ input, ...(yield* fromEither(input.transition(before))) })
+        }
+        const rowsOf = yield* appendRewriting(claimed)
+        const afters = new Map<ClaimInput, ClaimResult>()
+        const grants: Array<ApprovalEncoded> = []
+        for (const [{ grant, input, request }, events] of rowsOf) {
+          afters.set(input, { _tag: "Claimed", request, events })
+          if (grant !== undefined) grants.push(yield* fromEither(grant(numbersOf(events))))
+        }
+        if (grants.length > 0) yield* q.insertApprovals(grants.map(approvalRow))
+        return yield* Effect.forEach(inputs, (input) => {
+          const after = afters.get(input)
+          return after === undefined ? refused(input.requestId) : Effect.succeed(after)
+        })
       })
-    })
   })
   const claims = {
     Unwarned: claimsOf("Unwarned"),
@@ -379,12 +381,13 @@ export const make = (options: {
   }
 
   /** One claim on its own statement, then its transition written; `undefined` when refused. */
-  const claimAlone = Effect.fnUntraced(function*({ claim, requestId, transition }: ClaimInput) {
-    const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
-    if (before === undefined) return undefined
-    const claimed = yield* fromEither(transition(before))
-    return { claimed, events: (yield* appendRewriting([claimed])).get(claimed)! }
-  })
+  const claimAlone = ({ claim, requestId, transition }: ClaimInput) =>
+    Effect.gen(function*() {
+      const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
+      if (before === undefined) return undefined
+      const claimed = yield* fromEither(transition(before))
+      return { claimed, events: (yield* appendRewriting([claimed])).get(claimed)! }
+    })
 
   const claimOf = (requestId: string, claim: Claim) =>
     Effect.flatMap(
