@@ -121,28 +121,30 @@ const makeFloor = (filename: string) => {
       status: "pending"
     }
     const requestText = JSON.stringify(request)
-    const requested = JSON.stringify({
-      at: now,
-      type: "approval.requested",
-      outcome: "pending",
-      sessionKey: "w2",
-      toolCallId: id,
-      toolName: "bash",
-      requestId,
-      rule: rule.id,
-      ruleSource: rule.source,
-      policyVersion,
-      reason,
-      args,
-      expiresAt
-    })
+    /**
+     * An event of this call: its text (the fields in the order the gate writes them, `tail` last)
+     * and the columns written beside it, its link included.
+     */
+    const event = (at: number, type: string, outcome: string, tail: Record<string, unknown>) => {
+      const text = JSON.stringify({
+        at,
+        type,
+        outcome,
+        sessionKey: "w2",
+        toolCallId: id,
+        toolName: "bash",
+        requestId,
+        rule: rule.id,
+        ruleSource: rule.source,
+        policyVersion,
+        ...tail
+      })
+      const { hash, prevHash } = chained(text)
+      return [at, type, outcome, "w2", id, "bash", requestId, text, prevHash, hash] as const
+    }
     begin.run()
-    const pauseLink = chained(requested)
-    const pauseEvent = [now, "approval.requested", "pending", "w2", id, "bash", requestId, requested] as const
     const [paused] = insertGuarded.all(
-      ...pauseEvent,
-      pauseLink.prevHash,
-      pauseLink.hash,
+      ...event(now, "approval.requested", "pending", { reason, args, expiresAt }),
       "w2",
       id,
       "w2",
@@ -157,36 +159,15 @@ const makeFloor = (filename: string) => {
     const answeredAt = Date.now()
     const resolution = { status: "approved", decision: "approve_once", respondedBy: "bench", resolvedAt: answeredAt }
     const answeredText = JSON.stringify({ ...request, status: "approved", resolution })
-    const resolved = JSON.stringify({
-      at: answeredAt,
-      type: "approval.resolved",
-      outcome: "approved",
-      sessionKey: "w2",
-      toolCallId: id,
-      toolName: "bash",
-      requestId,
-      rule: rule.id,
-      ruleSource: rule.source,
-      policyVersion,
-      actor: "bench",
-      args,
-      elapsedMs: answeredAt - now,
-      decision: "approve_once"
-    })
     begin.run()
     answer.all("approved", expiresAt, null, null, answeredText, requestId, requestText)
-    const answerLink = chained(resolved)
     insertEvent.all(
-      answeredAt,
-      "approval.resolved",
-      "approved",
-      "w2",
-      id,
-      "bash",
-      requestId,
-      resolved,
-      answerLink.prevHash,
-      answerLink.hash
+      ...event(answeredAt, "approval.resolved", "approved", {
+        actor: "bench",
+        args,
+        elapsedMs: answeredAt - now,
+        decision: "approve_once"
+      })
     )
     commit.run()
 
