@@ -7,30 +7,14 @@ import { ApprovalStore } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
 import { Effect, Either, Exit, Layer, Logger, Option, Schedule, Scope } from "effect"
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import * as WalCheckpoints from "../../../../packages/sqlite/src/internal/walCheckpoints.js"
 import { it } from "../../../support/effectTest.js"
+import { descriptorsOf, locksHeldOn } from "../../../support/procFiles.js"
 import { tempDir } from "../../../support/sqlStores.js"
 import { walIndex } from "../../../support/walIndex.js"
 import { decision } from "./fixtures.js"
-
-/** POSIX locks this process holds on `file` (from Linux's /proc/locks), SQLite's own among them. */
-const locksHeldOn = (file: string) => {
-  const inode = `:${statSync(file).ino} `
-  return readFileSync("/proc/locks", "utf8").split("\n")
-    .filter((line) => line.includes(" POSIX ") && line.includes(` ${process.pid} `) && line.includes(inode)).length
-}
-
-/** Descriptors this process has open on `file`. */
-const descriptorsOf = (file: string) =>
-  readdirSync("/proc/self/fd").filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === file
-    } catch {
-      return false // closed since it was listed
-    }
-  }).length
 
 const settings = { threshold: 10, synchronous: "normal", busyTimeoutMs: 1000 } as const
 

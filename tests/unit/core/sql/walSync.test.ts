@@ -8,30 +8,14 @@ import { ApprovalStore } from "@tool-gate/core"
 import { ToolGateSqlite } from "@tool-gate/sqlite"
 import { expect } from "bun:test"
 import { Effect, Exit, Layer, Schedule, Scope } from "effect"
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import * as WalSync from "../../../../packages/sqlite/src/internal/walSync.js"
 import { it } from "../../../support/effectTest.js"
+import { descriptorsOf, locksHeldOn } from "../../../support/procFiles.js"
 import { tempDir } from "../../../support/sqlStores.js"
 import { walIndex } from "../../../support/walIndex.js"
 import { decision } from "./fixtures.js"
-
-/** POSIX locks this process holds on `file` (from Linux's /proc/locks), SQLite's own among them. */
-const locksHeldOn = (file: string) => {
-  const inode = `:${statSync(file).ino} `
-  return readFileSync("/proc/locks", "utf8").split("\n")
-    .filter((line) => line.includes(" POSIX ") && line.includes(` ${process.pid} `) && line.includes(inode)).length
-}
-
-/** Descriptors this process has open on `target` (a path, or `path (deleted)`). */
-const descriptorsOf = (target: string) =>
-  readdirSync("/proc/self/fd").filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === target
-    } catch {
-      return false // closed since it was listed
-    }
-  }).length
 
 /** Flushes after every frame, looking every millisecond. */
 const eager = { frames: 1, intervalMs: 1, idleMs: 1 } as const
