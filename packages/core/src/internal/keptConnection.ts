@@ -1,6 +1,7 @@
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
+import * as LostConnection from "./lostConnection.js"
 
 /**
  * One connection of a pool, reserved on first need and kept, for a user of one statement or one
@@ -76,8 +77,9 @@ export interface Shared {
 /**
  * Runs statements outside a transaction on a kept connection while it is free, else on `pool` (so
  * concurrent statements still spread over the pool's connections). A statement that fails on the
- * kept connection gives it back and runs again on the pool, once: only for statements that may run
- * twice (reads).
+ * kept connection gives it back and runs again on the pool; one that loses its connection there runs
+ * again on another (`retryWhileLost`: the pool's idle connections may have ended with the kept one).
+ * Only for statements that may run twice (reads; one that changes nothing the second time).
  */
 export const makeShared = (
   reserve: Effect.Effect<Connection, SqlError, Scope.Scope>
@@ -89,13 +91,14 @@ export const makeShared = (
     })
     const run = <A>(use: (conn: Connection) => Effect.Effect<A, SqlError>, pool: Effect.Effect<A, SqlError>) =>
       Effect.suspend(() => {
-        if (busy) return pool
+        const onPool = LostConnection.retryWhileLost(pool)
+        if (busy) return onPool
         busy = true
         // given back while still ours, so no other statement is running on it then
         return Effect.flatMap(kept.get, use).pipe(
           Effect.tapError(() => kept.drop),
           Effect.ensuring(free),
-          Effect.catchAll(() => pool)
+          Effect.catchAll(() => onPool)
         )
       })
     const borrow = (pool: Effect.Effect<Connection, SqlError, Scope.Scope>) =>

@@ -4,6 +4,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Exit, Queue, Scope } from "effect"
 import { CALLS_BEFORE_TURN, eventLoopTurn } from "./eventLoopTurn.js"
 import * as KeptConnection from "./keptConnection.js"
+import * as LostConnection from "./lostConnection.js"
 
 /**
  * Group commit for one store's statements. A call that finds the store idle runs at once, on its
@@ -93,8 +94,8 @@ export interface Options {
   /**
    * Keep the reserved connection from one batch to the next (PostgreSQL: taking one from the pool
    * costs the client about as much as a short statement). After a batch in which anything failed it
-   * is given back; a `BEGIN` that fails on it, or a lone `single` statement, runs again, once, on a
-   * fresh one.
+   * is given back; a `BEGIN` that fails on it, or a lone `single` statement, runs again on a fresh
+   * one, and again while it loses that one too (`lostConnection.ts`).
    */
   readonly keep?: boolean | undefined
   /** most calls per batch (bounds how long the write lock is held) */
@@ -278,6 +279,11 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
 
     const kept = options.keep ? yield* KeptConnection.make(options.reserve) : undefined
 
+    /** Something failed, and everything that failed lost its connection. */
+    const lostOnly = (jobs: ReadonlyArray<Job>) =>
+      jobs.some((job) => LostConnection.failedLost(job.exit!)) &&
+      jobs.every((job) => Exit.isSuccess(job.exit!) || LostConnection.failedLost(job.exit!))
+
     /** Runs a batch on the kept connection (see `keep`); sets every job's exit. */
     const runKept = (kept: KeptConnection.KeptConnection, jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -292,10 +298,11 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           )
           const failed = running.some((job) => Exit.isFailure(job.exit!))
           if (failed) yield* kept.drop
-          if (attempt === 2) return
           // Once more, on a fresh connection (the server may have ended the kept one): all of them
           // when nothing ran; when statements that ran alone failed, those (a failed statement
           // changed nothing; one that took effect before its answer was lost changes nothing more).
+          // Then again while what failed lost its connection: the pool's idle ones may be gone too.
+          if (attempt > 1 && !(attempt <= LostConnection.LOST_CONNECTION_RETRIES && lostOnly(running))) return
           const alone = running.every((job) => job.write) && statementAlone(running)
           if (begun && !(failed && alone)) return
           if (begun) running = running.filter((job) => Exit.isFailure(job.exit!))

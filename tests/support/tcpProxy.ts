@@ -1,0 +1,77 @@
+/**
+ * A TCP proxy on loopback in front of a server. `forget` ends every flow it carries on the server's
+ * side and leaves the client's side open until the client next sends, then closes it: as a load
+ * balancer or a NAT that forgot an idle flow answers the next packet. A client (a connection pool)
+ * learns that such a connection is gone only when it uses it.
+ */
+import { Effect, type Scope } from "effect"
+import { createConnection, createServer, type Socket } from "node:net"
+
+export interface TcpProxy {
+  /** `url` with its host and port replaced by the proxy's. */
+  readonly url: (url: string) => string
+  /** Forgets every flow carried now; gives how many. */
+  readonly forget: Effect.Effect<number>
+  /** Stops taking connections (each is refused); the flows it carries go on. */
+  readonly refuse: Effect.Effect<void>
+}
+
+interface Flow {
+  readonly client: Socket
+  readonly server: Socket
+  forgotten: boolean
+}
+
+/** A proxy to `host:port`, closed with every flow when the scope closes. */
+export const tcpProxy = (host: string, port: number): Effect.Effect<TcpProxy, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const flows = new Set<Flow>()
+    const listener = createServer((client) => {
+      const flow: Flow = { client, server: createConnection({ host, port }), forgotten: false }
+      flows.add(flow)
+      client.on("data", (chunk) => flow.forgotten ? client.destroy() : flow.server.write(chunk))
+      flow.server.on("data", (chunk) => client.write(chunk))
+      flow.server.on("close", () => flow.forgotten || client.destroy())
+      client.on("close", () => {
+        flow.server.destroy()
+        flows.delete(flow)
+      })
+      client.on("error", () => {})
+      flow.server.on("error", () => {})
+    })
+    const listening = yield* Effect.acquireRelease(
+      Effect.async<number>((resume) => {
+        listener.listen(0, "127.0.0.1", () => {
+          const address = listener.address()
+          resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+        })
+      }),
+      () =>
+        Effect.async<void>((resume) => {
+          for (const flow of flows) flow.client.destroy()
+          if (listener.listening) listener.close(() => resume(Effect.void))
+          else resume(Effect.void)
+        })
+    )
+    return {
+      url: (url) => {
+        const proxied = new URL(url)
+        proxied.hostname = "127.0.0.1"
+        proxied.port = String(listening)
+        return proxied.toString()
+      },
+      forget: Effect.sync(() => {
+        let forgotten = 0
+        for (const flow of flows) {
+          if (flow.forgotten) continue
+          flow.forgotten = true
+          flow.server.destroy()
+          forgotten++
+        }
+        return forgotten
+      }),
+      refuse: Effect.sync(() => {
+        listener.close()
+      })
+    }
+  })
