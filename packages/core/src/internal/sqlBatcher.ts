@@ -263,26 +263,58 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     /**
      * Runs a batch on a connection of its own; sets every job's exit. The reservation's scope and
      * the connection the bodies find are provided together, in one step: the connection's slot is
-     * filled once it is reserved.
+     * filled once it is reserved. `false`: the writes' `BEGIN` failed, so none of them ran.
      */
-    const runReserved = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+    const runOnReserved = (jobs: ReadonlyArray<Job>): Effect.Effect<boolean> =>
       Effect.flatMap(Scope.make(), (scope) => {
         const slot: [Connection, number] = [undefined as unknown as Connection, 0]
         const context = Context.make(Scope.Scope, scope).pipe(Context.add(SqlClient.TransactionConnection, slot))
-        const run = Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<void> => {
-          if (Exit.isFailure(reserved)) return Effect.sync(() => failAll(jobs, reserved))
+        const run = Effect.flatMap(Effect.exit(options.reserve), (reserved): Effect.Effect<boolean> => {
+          if (Exit.isFailure(reserved)) {
+            return Effect.sync(() => {
+              failAll(jobs, reserved)
+              return true
+            })
+          }
           slot[0] = reserved.value
-          return Effect.asVoid(runOn(reserved.value, jobs))
+          return runOn(reserved.value, jobs)
         })
         return Effect.onExit(Effect.provide(run, context), (exit) => Scope.close(scope, exit))
       })
-
-    const kept = options.keep ? yield* KeptConnection.make(options.reserve) : undefined
 
     /** Something failed, and everything that failed lost its connection. */
     const lostOnly = (jobs: ReadonlyArray<Job>) =>
       jobs.some((job) => LostConnection.failedLost(job.exit!)) &&
       jobs.every((job) => Exit.isSuccess(job.exit!) || LostConnection.failedLost(job.exit!))
+
+    /**
+     * What of a batch that ran runs again on another connection, its exits cleared; `undefined`:
+     * nothing. All of it when nothing ran (its `BEGIN` failed); when statements that ran alone
+     * failed, those (a failed statement changed nothing; one that took effect before its answer was
+     * lost changes nothing more).
+     */
+    const runAgain = (running: ReadonlyArray<Job>, begun: boolean): ReadonlyArray<Job> | undefined => {
+      const failed = running.filter((job) => Exit.isFailure(job.exit!))
+      if (failed.length === 0 || (begun && !(running.every((job) => job.write) && statementAlone(running)))) {
+        return undefined
+      }
+      const again = begun ? failed : running
+      for (const job of again) job.exit = undefined
+      return again
+    }
+
+    /**
+     * Runs a batch on a connection of its own, and again on another while what failed lost its
+     * connection (a pool hands out idle connections the server or something between has ended).
+     */
+    const runReserved = (jobs: ReadonlyArray<Job>, attempt = 1): Effect.Effect<void> =>
+      Effect.flatMap(runOnReserved(jobs), (begun) => {
+        if (attempt > LostConnection.LOST_CONNECTION_RETRIES || !lostOnly(jobs)) return Effect.void
+        const again = runAgain(jobs, begun)
+        return again === undefined ? Effect.void : runReserved(again, attempt + 1)
+      })
+
+    const kept = options.keep ? yield* KeptConnection.make(options.reserve) : undefined
 
     /** Runs a batch on the kept connection (see `keep`); sets every job's exit. */
     const runKept = (kept: KeptConnection.KeptConnection, jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
@@ -296,17 +328,13 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
             SqlClient.TransactionConnection,
             [conn.value, 0] as const
           )
-          const failed = running.some((job) => Exit.isFailure(job.exit!))
-          if (failed) yield* kept.drop
-          // Once more, on a fresh connection (the server may have ended the kept one): all of them
-          // when nothing ran; when statements that ran alone failed, those (a failed statement
-          // changed nothing; one that took effect before its answer was lost changes nothing more).
-          // Then again while what failed lost its connection: the pool's idle ones may be gone too.
+          if (running.some((job) => Exit.isFailure(job.exit!))) yield* kept.drop
+          // Once more, on a fresh connection (the server may have ended the kept one); then again
+          // while what failed lost its connection: the pool's idle ones may be gone too.
           if (attempt > 1 && !(attempt <= LostConnection.LOST_CONNECTION_RETRIES && lostOnly(running))) return
-          const alone = running.every((job) => job.write) && statementAlone(running)
-          if (begun && !(failed && alone)) return
-          if (begun) running = running.filter((job) => Exit.isFailure(job.exit!))
-          for (const job of running) job.exit = undefined
+          const again = runAgain(running, begun)
+          if (again === undefined) return
+          running = again
         }
       })
 

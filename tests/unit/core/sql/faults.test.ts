@@ -159,60 +159,72 @@ const pgSuite = (url: string) =>
      * A store whose connections pass a proxy; `forget` makes the proxy forget every flow while they
      * are idle: the kept connections and the pool's idle ones, each found dead only when used.
      */
-    const forgottenStore = Effect.gen(function*() {
-      const server = new URL(url)
-      const proxy = yield* tcpProxy(server.hostname, Number(server.port))
-      const schemaUrl = yield* pgSchema(url)
-      const { sql, store } = yield* open(pgStoreOver(pgClient(proxy.url(schemaUrl)), "toolgate_test_forgotten"))
-      const first = request(1)
-      yield* store.createRequest(first, requested(first))
-      yield* store.getRequest(first.requestId)
-      const forget = Effect.gen(function*() {
-        // connections idle in the pool besides the kept ones, each the next one it hands out
-        yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, {
-          concurrency: "unbounded"
+    const forgottenStore = (keepConnections: boolean) =>
+      Effect.gen(function*() {
+        const server = new URL(url)
+        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+        const schemaUrl = yield* pgSchema(url)
+        const { sql, store } = yield* open(
+          pgStoreOver(pgClient(proxy.url(schemaUrl)), "toolgate_test_forgotten", { keepConnections })
+        )
+        const first = request(1)
+        yield* store.createRequest(first, requested(first))
+        yield* store.getRequest(first.requestId)
+        const forget = Effect.gen(function*() {
+          // connections idle in the pool (besides any kept ones), each the next one it hands out
+          yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, {
+            concurrency: "unbounded"
+          })
+          expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
         })
-        expect(yield* proxy.forget).toBeGreaterThanOrEqual(8)
+        return { first, forget, proxy, schemaUrl, store }
       })
-      return { first, forget, proxy, schemaUrl, store }
-    })
 
-    it.live("connections a load balancer forgot while idle, a new request (one statement) first: it and the reads after succeed, once each", () =>
-      Effect.gen(function*() {
-        const { forget, store } = yield* forgottenStore
-        yield* forget
-        const second = yield* requestFoundAndAnswered(store)
-        expect(yield* store.consume(second.requestId, second.createdAt + 10)).toBe(true)
-        const events = yield* store.events()
-        expect(events.map((e) => e.type)).toEqual(["approval.requested", "approval.requested", "approval.resolved"])
-        expect(events.map((e) => e.seq)).toEqual([1, 2, 3])
-      }))
+    for (const keepConnections of [true, false]) {
+      const kept = keepConnections ? "kept and pooled" : "pooled (none kept)"
 
-    it.live("connections a load balancer forgot while idle, an answer granting a session approval (a transaction) first: it succeeds, once", () =>
-      Effect.gen(function*() {
-        const { first, forget, store } = yield* forgottenStore
-        yield* forget
-        const answered = yield* store.resolve(first.requestId, approval(first, "ana"), resolved(first, "ana"), grant(1))
-        expect(answered._tag).toBe("Resolved")
-        expect(yield* store.sessionApprovals()).toHaveLength(1)
-        const events = yield* store.events()
-        expect(events.map((e) => e.type)).toEqual(["approval.requested", "approval.resolved"])
-        expect(events.map((e) => e.seq)).toEqual([1, 2])
-      }))
+      it.live(`connections (${kept}) a load balancer forgot while idle, a new request (one statement) first: it and the reads after succeed, once each`, () =>
+        Effect.gen(function*() {
+          const { forget, store } = yield* forgottenStore(keepConnections)
+          yield* forget
+          const second = yield* requestFoundAndAnswered(store)
+          expect(yield* store.consume(second.requestId, second.createdAt + 10)).toBe(true)
+          const events = yield* store.events()
+          expect(events.map((e) => e.type)).toEqual(["approval.requested", "approval.requested", "approval.resolved"])
+          expect(events.map((e) => e.seq)).toEqual([1, 2, 3])
+        }))
 
-    it.live("connections a load balancer forgot, with the server out of reach since: a PersistenceError, nothing written", () =>
-      Effect.gen(function*() {
-        const { first, forget, proxy, schemaUrl, store } = yield* forgottenStore
-        yield* forget
-        yield* proxy.refuse
-        const second = request(2)
-        expect((yield* failure(store.createRequest(second, requested(second))))._tag).toBe("PersistenceError")
-        expect((yield* failure(store.resolve(first.requestId, approval(first, "ana"), resolved(first, "ana"))))._tag)
-          .toBe("PersistenceError")
-        const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
-        const rows = yield* admin<{ type: string }>`SELECT type FROM toolgate_events ORDER BY seq`
-        expect(rows.map((row) => row.type)).toEqual(["approval.requested"])
-      }))
+      it.live(`connections (${kept}) a load balancer forgot while idle, an answer granting a session approval (a transaction) first: it succeeds, once`, () =>
+        Effect.gen(function*() {
+          const { first, forget, store } = yield* forgottenStore(keepConnections)
+          yield* forget
+          const answered = yield* store.resolve(
+            first.requestId,
+            approval(first, "ana"),
+            resolved(first, "ana"),
+            grant(1)
+          )
+          expect(answered._tag).toBe("Resolved")
+          expect(yield* store.sessionApprovals()).toHaveLength(1)
+          const events = yield* store.events()
+          expect(events.map((e) => e.type)).toEqual(["approval.requested", "approval.resolved"])
+          expect(events.map((e) => e.seq)).toEqual([1, 2])
+        }))
+
+      it.live(`connections (${kept}) a load balancer forgot, with the server out of reach since: a PersistenceError, nothing written`, () =>
+        Effect.gen(function*() {
+          const { first, forget, proxy, schemaUrl, store } = yield* forgottenStore(keepConnections)
+          yield* forget
+          yield* proxy.refuse
+          const second = request(2)
+          expect((yield* failure(store.createRequest(second, requested(second))))._tag).toBe("PersistenceError")
+          expect((yield* failure(store.resolve(first.requestId, approval(first, "ana"), resolved(first, "ana"))))._tag)
+            .toBe("PersistenceError")
+          const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
+          const rows = yield* admin<{ type: string }>`SELECT type FROM toolgate_events ORDER BY seq`
+          expect(rows.map((row) => row.type)).toEqual(["approval.requested"])
+        }))
+    }
 
     it.live("a spend, one statement with no transaction around it, on a kept connection the server ended: spent once", () =>
       Effect.gen(function*() {

@@ -16,6 +16,7 @@ import type { AuditQuery } from "../../AuditEvent.js"
 import type { ChangeFeed } from "../../SqlChangeFeed.js"
 import { PersistenceError } from "../../ToolGateError.js"
 import * as KeptConnection from "../keptConnection.js"
+import * as LostConnection from "../lostConnection.js"
 import * as Newest from "../newest.js"
 import * as Batcher from "../sqlBatcher.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
@@ -83,11 +84,15 @@ export const make = (
     }
     const onConnection = (text: string, params: ReadonlyArray<unknown>) => (conn: Connection) =>
       conn.execute(text, params as ReadonlyArray<any>, undefined)
-    /** Runs text outside a transaction: on SQLite's one connection, else the pool (or the kept one). */
+    /**
+     * Runs text outside a transaction: on SQLite's one connection, else the pool (or the kept one),
+     * again on another connection while it loses the one it ran on (reads and statements that
+     * change nothing the second time run here).
+     */
     const outside: Statements.Exec = isSqlite
       ? (text, params) => Effect.scoped(Effect.flatMap(sql.reserve, onConnection(text, params)))
       : onKept === undefined
-      ? (text, params) => sql.unsafe<any>(text, params as ReadonlyArray<any>)
+      ? (text, params) => LostConnection.retryWhileLost(sql.unsafe<any>(text, params as ReadonlyArray<any>))
       : (text, params) => onKept(onConnection(text, params), sql.unsafe<any>(text, params as ReadonlyArray<any>))
     /** Runs text on the transaction's (or the batch's) connection when there is one, else outside. */
     const exec: Statements.Exec = (text, params) =>
