@@ -26,6 +26,7 @@ import {
   type Service
 } from "./CheckpointStore.js"
 import * as EventLoopTurn from "./internal/eventLoopTurn.js"
+import * as LostConnection from "./internal/lostConnection.js"
 import { lockKey, migrate, migrations, retryOpen, tables } from "./internal/sqlSchema.js"
 import { PersistenceError } from "./ToolGateError.js"
 
@@ -160,12 +161,15 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
             PersistenceError.refail("save checkpoint")
           )
         ),
+      // reads run again on another connection while they lose theirs (a pool's idle connections
+      // may all have ended: a restart, a load balancer's idle timeout)
       find: (by) =>
         fair(
-          ("token" in by
-            ? sql`SELECT ${columns} FROM ${checkpoints} WHERE token = ${by.token}`
-            : sql`SELECT ${columnsOfC} FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`)
-            .pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint"))
+          LostConnection.retryWhileLost(
+            "token" in by
+              ? sql`SELECT ${columns} FROM ${checkpoints} WHERE token = ${by.token}`
+              : sql`SELECT ${columnsOfC} FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`
+          ).pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint"))
         ),
       claim: (token, owner, now, until) =>
         fair(
@@ -189,8 +193,9 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
         ),
       open: (name) =>
         fair(
-          sql`SELECT ${columns} FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
-            .pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
+          LostConnection.retryWhileLost(
+            sql`SELECT ${columns} FROM ${checkpoints} WHERE name = ${name} AND resumed_at IS NULL ORDER BY created_at, token`
+          ).pipe(Effect.flatMap(read), PersistenceError.refail("list open checkpoints"))
         )
     }
   })

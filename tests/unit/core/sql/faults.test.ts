@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import type { ApprovalStore as Store } from "@tool-gate/core"
+import { type ApprovalStore as Store, CheckpointStore, SqlCheckpointStore } from "@tool-gate/core"
 import { PersistenceError } from "@tool-gate/core/ToolGateError"
 import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
@@ -225,6 +225,32 @@ const pgSuite = (url: string) =>
           expect(rows.map((row) => row.type)).toEqual(["approval.requested"])
         }))
     }
+
+    it.live("checkpoints over connections a load balancer forgot while idle: the reads after succeed; a write fails typed, writes nothing, and runs when retried", () =>
+      Effect.gen(function*() {
+        const server = new URL(url)
+        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+        const client = pgClient(proxy.url(yield* pgSchema(url)))
+        const context = yield* Layer.build(SqlCheckpointStore.layer().pipe(Layer.provideMerge(client)))
+        const checkpoints = Context.get(context, CheckpointStore.CheckpointStore)
+        const sql = Context.get(context, SqlClient.SqlClient)
+        const saved = { token: "t1", name: "wait", state: "{}", requestIds: ["r1"], createdAt: 1 }
+        expect(yield* checkpoints.save(saved)).toBe(true)
+        yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, { concurrency: "unbounded" })
+        expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
+
+        expect(Option.map(yield* checkpoints.find({ requestId: "r1" }), (row) => row.token)).toEqual(Option.some("t1"))
+        expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1"])
+        expect(Option.isSome(yield* checkpoints.find({ token: "t1" }))).toBe(true)
+        // a write is not run again (it may have taken effect before its answer was lost): its
+        // transaction's BEGIN fails on the forgotten connection, typed, and the caller may retry
+        yield* proxy.forget
+        const second = { token: "t2", name: "wait", state: "{}", requestIds: ["r2"], createdAt: 2 }
+        expect((yield* failure(checkpoints.save(second)))._tag).toBe("PersistenceError")
+        expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1"])
+        expect(yield* checkpoints.save(second)).toBe(true)
+        expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1", "t2"])
+      }))
 
     it.live("a spend, one statement with no transaction around it, on a kept connection the server ended: spent once", () =>
       Effect.gen(function*() {
