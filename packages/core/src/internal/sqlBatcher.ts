@@ -306,9 +306,10 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     /**
      * Runs a batch on a connection of its own, and again on another while what failed lost its
      * connection (a pool hands out idle connections the server or something between has ended).
+     * A synchronous driver's connection is a file, never lost.
      */
-    const runReserved = (jobs: ReadonlyArray<Job>, attempt = 1): Effect.Effect<void> =>
-      Effect.flatMap(runOnReserved(jobs), (begun) => {
+    const runReserved = (jobs: ReadonlyArray<Job>, attempt = 1): Effect.Effect<unknown> =>
+      options.synchronous ? runOnReserved(jobs) : Effect.flatMap(runOnReserved(jobs), (begun) => {
         if (attempt > LostConnection.LOST_CONNECTION_RETRIES || !lostOnly(jobs)) return Effect.void
         const again = runAgain(jobs, begun)
         return again === undefined ? Effect.void : runReserved(again, attempt + 1)
@@ -339,7 +340,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       })
 
     /** Runs a batch (reads first, then writes in one transaction); sets every job's exit. */
-    const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<void> => {
+    const runBatch = (jobs: ReadonlyArray<Job>): Effect.Effect<unknown> => {
       crowded = jobs.length > 1 && jobs.filter((job) => job.write).length > 1
       return kept === undefined ? runReserved(jobs) : runKept(kept, jobs)
     }
