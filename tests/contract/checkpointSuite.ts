@@ -1,10 +1,10 @@
 /**
  * Checkpoint scenarios, run against every store (memory, SQLite, PostgreSQL) on the TestClock.
  */
-import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
-import { ApprovalRequest, Checkpoint, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
+import type { ApprovalStore } from "@tool-gate/core"
+import { ApprovalRequest, Checkpoint, CheckpointStore, PauseSignal, Policy, ToolGate } from "@tool-gate/core"
 import { expect } from "bun:test"
-import { Effect, Either, Layer, Schema, type Scope, TestClock } from "effect"
+import { Effect, Either, Layer, Option, Schema, type Scope, TestClock } from "effect"
 import { describe, it } from "../support/effectTest.js"
 
 const policy = Policy.unsafeMake({ requireApproval: ["bash", { tool: "deploy", ttlMs: 60_000 }] })
@@ -41,12 +41,16 @@ export const checkpointSuite = <E>(
 ) => {
   const test = (
     title: string,
-    body: () => Effect.Effect<unknown, unknown, Checkpoint.Checkpoints | ToolGate.ToolGate | Scope.Scope>
+    body: () => Effect.Effect<
+      unknown,
+      unknown,
+      Checkpoint.Checkpoints | ToolGate.ToolGate | CheckpointStore.CheckpointStore | Scope.Scope
+    >
   ) =>
     it.scoped(title, () =>
       Effect.provide(
         Effect.suspend(body),
-        Checkpoint.layerWithGate({ policy }).pipe(Layer.provide(stores()))
+        Checkpoint.layerWithGate({ policy }).pipe(Layer.provideMerge(stores()))
       ))
 
   describe(`Checkpoints (${name})`, () => {
@@ -327,6 +331,25 @@ export const checkpointSuite = <E>(
         yield* Effect.forEach(ids, (id) => gate.respond(id, { decision: "deny" }))
         const resumed = yield* checkpoints.resume(Turn, token)
         expect(resumed.state).toEqual({ messages: ["first"], step: 1 })
+      }))
+
+    test("the store's completion is idempotent: the same owner, fence and time again is true; anything else false", () =>
+      Effect.gen(function*() {
+        const store = yield* CheckpointStore.CheckpointStore
+        expect(yield* store.save({ token: "t1", name: "wait", state: "{}", requestIds: ["r1"], createdAt: 1 })).toBe(
+          true
+        )
+        const fence = Option.getOrThrow(yield* store.claim("t1", "worker-a", 2, 100))
+        expect(yield* store.complete("t1", "worker-a", fence, 5)).toBe(true)
+        expect(yield* store.complete("t1", "worker-a", fence, 5)).toBe(true)
+        expect(yield* store.complete("t1", "worker-a", fence, 6)).toBe(false)
+        expect(yield* store.complete("t1", "worker-b", fence, 5)).toBe(false)
+        expect(yield* store.complete("t1", "worker-a", fence + 1, 5)).toBe(false)
+        expect(yield* store.renew("t1", "worker-a", fence, 200)).toBe(false)
+        expect(yield* store.update("t1", "worker-a", fence, "{\"x\":1}")).toBe(false)
+        expect(Option.isNone(yield* store.claim("t1", "worker-a", 3, 100))).toBe(true)
+        const row = Option.getOrThrow(yield* store.find({ token: "t1" }))
+        expect([row.completedAt, row.state, row.claims]).toEqual([5, "{}", fence])
       }))
   })
 }

@@ -86,7 +86,11 @@ export interface Service {
     fence: number,
     state: string
   ) => Effect.Effect<boolean, PersistenceError>
-  /** `true` when `(owner, fence)` was the latest claim and the checkpoint was not completed: now it is. */
+  /**
+   * `true` when `(owner, fence)` was the latest claim and the checkpoint was not completed: now it
+   * is. Idempotent: completing again with the same `(owner, fence, at)` is `true` too (a store may
+   * run it again after its answer was lost).
+   */
   readonly complete: (
     token: string,
     owner: string,
@@ -122,7 +126,10 @@ export type LeasedChange =
  * @category models
  */
 export interface Encoded extends Pick<Service, "save" | "find" | "claim" | "open"> {
-  /** Applies `change`, `true` when `(owner, fence)` is the latest claim and the checkpoint is not completed. */
+  /**
+   * Applies `change`, `true` when `(owner, fence)` is the latest claim and the checkpoint is not
+   * completed (or, for a completion, completed by the same completion: see `complete`).
+   */
   readonly writeLeased: (
     token: string,
     owner: string,
@@ -179,13 +186,15 @@ export const makeMemoryDriver: Effect.Effect<Encoded> = Effect.sync(() => {
         rows.set(token, { ...row, claimedBy: owner, claimedUntil: until, claims: row.claims + 1 })
         return Option.some(row.claims + 1)
       }),
-    writeLeased: (token, owner, fence, { _tag: _, ...change }) =>
+    writeLeased: (token, owner, fence, change) =>
       Effect.sync(() => {
         const row = rows.get(token)
-        if (row === undefined || row.completedAt !== undefined || row.claimedBy !== owner || row.claims !== fence) {
-          return false
-        }
-        rows.set(token, { ...row, ...change })
+        // a completion finds its own completion again: completing is idempotent
+        const open = row?.completedAt === undefined ||
+          (change._tag === "Complete" && row.completedAt === change.completedAt)
+        if (row === undefined || !open || row.claimedBy !== owner || row.claims !== fence) return false
+        const { _tag: _, ...fields } = change
+        rows.set(token, { ...row, ...fields })
         return true
       }),
     open: (name) =>

@@ -131,6 +131,12 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
       }
     }
 
+    /** Not completed, or (a completion) completed by this very completion already. */
+    const notCompleted = (change: LeasedChange) =>
+      change._tag === "Complete"
+        ? sql`(resumed_at IS NULL OR resumed_at = ${change.completedAt})`
+        : sql`resumed_at IS NULL`
+
     // SQLite: a loop of checkpoint calls lets the event loop turn now and then (eventLoopTurn.ts)
     const fair = sql.onDialectOrElse({
       sqlite: () => EventLoopTurn.every(),
@@ -171,12 +177,18 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
               : sql`SELECT ${columnsOfC} FROM ${checkpoints} c JOIN ${owners} o ON o.token = c.token WHERE o.request_id = ${by.requestId}`
           ).pipe(Effect.flatMap(readOne), PersistenceError.refail("find checkpoint"))
         ),
+      // A claim and a leased write are one statement each, and run again on another connection
+      // while they lose theirs: one that took effect before its answer was lost gives the same
+      // answer again (the owner claims again, with the next fence; a leased write finds its own
+      // lease, and a completion its own completion).
       claim: (token, owner, now, until) =>
         fair(
-          sql`UPDATE ${checkpoints} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
-          WHERE token = ${token} AND resumed_at IS NULL
-            AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
-          RETURNING claims`.pipe(
+          LostConnection.retryWhileLost(
+            sql`UPDATE ${checkpoints} SET claimed_by = ${owner}, claimed_until = ${until}, claims = claims + 1
+            WHERE token = ${token} AND resumed_at IS NULL
+              AND (claimed_by IS NULL OR claimed_by = ${owner} OR claimed_until <= ${now})
+            RETURNING claims`
+          ).pipe(
             Effect.flatMap(decodeClaims),
             Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.claims)),
             PersistenceError.refail("claim checkpoint")
@@ -184,9 +196,11 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
         ),
       writeLeased: (token, owner, fence, change) =>
         fair(
-          sql`UPDATE ${checkpoints} SET ${setLeased(change)}
-          WHERE token = ${token} AND resumed_at IS NULL AND claimed_by = ${owner} AND claims = ${fence}
-          RETURNING token`.pipe(
+          LostConnection.retryWhileLost(
+            sql`UPDATE ${checkpoints} SET ${setLeased(change)}
+            WHERE token = ${token} AND ${notCompleted(change)} AND claimed_by = ${owner} AND claims = ${fence}
+            RETURNING token`
+          ).pipe(
             Effect.map((rows) => rows.length === 1),
             PersistenceError.refail(leasedWrite[change._tag])
           )

@@ -213,7 +213,13 @@ describe("AgentLoop lease renewal on a busy SQLite store", () => {
 
 describePostgres("AgentLoop lease tests", (url) =>
   describe("AgentLoop lease renewal on PostgreSQL", () => {
-    it.scoped("a renewal whose connection is terminated is logged and retried on a new connection", () => {
+    /**
+     * A renewal that waits on a row another connection locks, cut on the server by `cut`: the
+     * renewal's statement cancelled (the store's call fails: the loop logs it and tries again), or
+     * its connection terminated (the store runs it again on another connection, as it would after
+     * a dropped one: nothing to log). Either way the lease holds and the call runs once.
+     */
+    const renewalCut = (cut: "pg_cancel_backend" | "pg_terminate_backend") => {
       let schemaUrl = ""
       const stores: Stores = () =>
         Layer.unwrapScoped(Effect.map(pgSchema(url), (schema) => {
@@ -240,27 +246,39 @@ describePostgres("AgentLoop lease tests", (url) =>
         // the row is locked before the renewal is due: else the renewal could run first, wait on nothing
         yield* Deferred.await(locked)
         yield* TestClock.adjust("20 seconds")
-        // the renewal waits on the row: its connection is terminated, as a dropped connection would be
-        let terminated = 0
-        for (let i = 0; i < 2000 && terminated === 0; i++) {
-          const rows = yield* sql(
-            Effect.flatMap(
-              SqlClient.SqlClient,
-              (client) =>
-                client`SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity
-              WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%claimed_until%'`
-            )
-          )
-          terminated = (rows as ReadonlyArray<unknown>).length
-          if (terminated === 0) yield* realPause
+        /** The backends whose renewal waits on the row now. */
+        const waiting = Effect.map(
+          sql(Effect.flatMap(SqlClient.SqlClient, (client) =>
+            client<{ pid: number }>`SELECT pid FROM pg_stat_activity
+              WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%claimed_until%'`)),
+          (rows) => (rows as ReadonlyArray<{ pid: number }>).map((row) => row.pid)
+        )
+        let renewal: ReadonlyArray<number> = []
+        for (let i = 0; i < 2000 && renewal.length === 0; i++) {
+          renewal = yield* waiting
+          if (renewal.length === 0) yield* realPause
         }
-        expect(terminated).toBe(1)
-        yield* until(() => lines.lines.length === 1)
-        expect(lines.lines[0]).toMatchObject({
-          level: "WARN",
-          message: "AgentLoop: lease renewal failed; retrying",
-          annotations: { token, owner: "worker-a", retryIn: "100ms" }
-        })
+        expect(renewal).toHaveLength(1)
+        yield* sql(
+          Effect.flatMap(SqlClient.SqlClient, (client) => client`SELECT ${client.literal(cut)}(${renewal[0]!})`)
+        )
+        if (cut === "pg_cancel_backend") {
+          yield* until(() => lines.lines.length === 1)
+          expect(lines.lines[0]).toMatchObject({
+            level: "WARN",
+            message: "AgentLoop: lease renewal failed; retrying",
+            annotations: { token, owner: "worker-a", retryIn: "100ms" }
+          })
+        } else {
+          // run again by the store, on another connection: it waits on the row again
+          let again: ReadonlyArray<number> = []
+          for (let i = 0; i < 2000 && !(again.length === 1 && again[0] !== renewal[0]); i++) {
+            again = yield* waiting
+            yield* realPause
+          }
+          expect(again).toHaveLength(1)
+          expect(again[0]).not.toBe(renewal[0])
+        }
         yield* Deferred.succeed(unlocked, undefined)
         yield* Fiber.join(holder)
         yield* TestClock.adjust("100 millis")
@@ -269,11 +287,17 @@ describePostgres("AgentLoop lease tests", (url) =>
         yield* TestClock.adjust("1 second")
         const other = yield* Effect.flip(agent.resume(token, { owner: "worker-b" }))
         expect(other).toMatchObject({ _tag: "CheckpointClaimed", owner: "worker-a" })
-        expect(lines.lines).toHaveLength(1)
+        expect(lines.lines).toHaveLength(cut === "pg_cancel_backend" ? 1 : 0)
         yield* release
         const [result] = seen(completed(yield* Fiber.join(resuming)).text)
         expect(result).toMatchObject({ id: "c1", isFailure: false })
         expect(ran).toEqual(["deploy production"])
       }).pipe(Effect.provide(layer))
-    })
+    }
+
+    it.scoped("a renewal the server cancels is logged and tried again: the lease holds", () =>
+      renewalCut("pg_cancel_backend"))
+
+    it.scoped("a renewal whose connection is terminated runs again on another connection: nothing to log, the lease holds", () =>
+      renewalCut("pg_terminate_backend"))
   }))

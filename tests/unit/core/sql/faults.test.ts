@@ -226,30 +226,54 @@ const pgSuite = (url: string) =>
         }))
     }
 
-    it.live("checkpoints over connections a load balancer forgot while idle: the reads after succeed; a write fails typed, writes nothing, and runs when retried", () =>
-      Effect.gen(function*() {
-        const server = new URL(url)
-        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
-        const client = pgClient(proxy.url(yield* pgSchema(url)))
-        const context = yield* Layer.build(SqlCheckpointStore.layer().pipe(Layer.provideMerge(client)))
-        const checkpoints = Context.get(context, CheckpointStore.CheckpointStore)
-        const sql = Context.get(context, SqlClient.SqlClient)
-        const saved = { token: "t1", name: "wait", state: "{}", requestIds: ["r1"], createdAt: 1 }
-        expect(yield* checkpoints.save(saved)).toBe(true)
+    /** A checkpoint store through a proxy, one checkpoint saved, and connections idle in its pool. */
+    const forgottenCheckpoints = Effect.gen(function*() {
+      const server = new URL(url)
+      const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+      const client = pgClient(proxy.url(yield* pgSchema(url)))
+      const context = yield* Layer.build(SqlCheckpointStore.layer().pipe(Layer.provideMerge(client)))
+      const checkpoints = Context.get(context, CheckpointStore.CheckpointStore)
+      const sql = Context.get(context, SqlClient.SqlClient)
+      const saved = { token: "t1", name: "wait", state: "{}", requestIds: ["r1"], createdAt: 1 }
+      expect(yield* checkpoints.save(saved)).toBe(true)
+      const forget = Effect.gen(function*() {
         yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, { concurrency: "unbounded" })
         expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
+      })
+      return { checkpoints, forget, proxy }
+    })
+
+    it.live("checkpoints over connections a load balancer forgot while idle: the reads after succeed; a save (a transaction) fails typed, writes nothing, and runs when retried", () =>
+      Effect.gen(function*() {
+        const { checkpoints, forget, proxy } = yield* forgottenCheckpoints
+        yield* forget
 
         expect(Option.map(yield* checkpoints.find({ requestId: "r1" }), (row) => row.token)).toEqual(Option.some("t1"))
         expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1"])
         expect(Option.isSome(yield* checkpoints.find({ token: "t1" }))).toBe(true)
-        // a write is not run again (it may have taken effect before its answer was lost): its
-        // transaction's BEGIN fails on the forgotten connection, typed, and the caller may retry
+        // a save is not run again (its transaction may have committed before its answer was lost):
+        // its BEGIN fails on the forgotten connection, typed, and the caller may retry
         yield* proxy.forget
         const second = { token: "t2", name: "wait", state: "{}", requestIds: ["r2"], createdAt: 2 }
         expect((yield* failure(checkpoints.save(second)))._tag).toBe("PersistenceError")
         expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1"])
         expect(yield* checkpoints.save(second)).toBe(true)
         expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1", "t2"])
+      }))
+
+    it.live("a checkpoint's claim and leased writes over connections a load balancer forgot while idle: each succeeds, once", () =>
+      Effect.gen(function*() {
+        const { checkpoints, forget } = yield* forgottenCheckpoints
+        yield* forget
+        const fence = Option.getOrThrow(yield* checkpoints.claim("t1", "worker-a", 2, 100))
+        yield* forget
+        expect(yield* checkpoints.renew("t1", "worker-a", fence, 200)).toBe(true)
+        yield* forget
+        expect(yield* checkpoints.update("t1", "worker-a", fence, "{\"step\":2}")).toBe(true)
+        yield* forget
+        expect(yield* checkpoints.complete("t1", "worker-a", fence, 7)).toBe(true)
+        const row = Option.getOrThrow(yield* checkpoints.find({ token: "t1" }))
+        expect([row.claims, row.claimedUntil, row.state, row.completedAt]).toEqual([1, 200, "{\"step\":2}", 7])
       }))
 
     it.live("a spend, one statement with no transaction around it, on a kept connection the server ended: spent once", () =>
