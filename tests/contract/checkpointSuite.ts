@@ -333,6 +333,24 @@ export const checkpointSuite = <E>(
         expect(resumed.state).toEqual({ messages: ["first"], step: 1 })
       }))
 
+    test("the store's save is idempotent: the same token over the same requests again is true; any overlap else false", () =>
+      Effect.gen(function*() {
+        const store = yield* CheckpointStore.CheckpointStore
+        const row = { token: "t1", name: "wait", state: "{}", requestIds: ["r1", "r2"], createdAt: 1 }
+        expect(yield* store.save(row)).toBe(true)
+        expect(yield* store.save(row)).toBe(true)
+        expect(yield* store.save({ ...row, requestIds: ["r2", "r1"] })).toBe(true)
+        expect(yield* store.save({ ...row, requestIds: ["r1"] })).toBe(false)
+        expect(yield* store.save({ ...row, requestIds: ["r1", "r2", "r3"] })).toBe(false)
+        expect(yield* store.save({ ...row, token: "t2" })).toBe(false)
+        expect(yield* store.save({ ...row, token: "t2", requestIds: ["r2", "r3"] })).toBe(false)
+        expect((yield* store.open("wait")).map((saved) => [saved.token, saved.requestIds])).toEqual([["t1", [
+          "r1",
+          "r2"
+        ]]])
+        expect(Option.isNone(yield* store.find({ requestId: "r3" }))).toBe(true)
+      }))
+
     test("the store's completion is idempotent: the same owner, fence and time again is true; anything else false", () =>
       Effect.gen(function*() {
         const store = yield* CheckpointStore.CheckpointStore

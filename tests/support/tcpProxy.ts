@@ -14,23 +14,46 @@ export interface TcpProxy {
   readonly forget: Effect.Effect<number>
   /** Stops taking connections (each is refused); the flows it carries go on. */
   readonly refuse: Effect.Effect<void>
+  /**
+   * The next bytes a client sends that hold `marker` reach the server, but its answer does not
+   * reach the client: that flow ends on both sides when the answer comes, as a connection lost after
+   * the server took a statement (a `COMMIT` that took effect, its answer lost).
+   */
+  readonly loseAnswerTo: (marker: string) => Effect.Effect<void>
+  /** Answers lost so far (`loseAnswerTo`). */
+  readonly answersLost: () => number
 }
 
 interface Flow {
   readonly client: Socket
   readonly server: Socket
   forgotten: boolean
+  answerLost: boolean
 }
 
 /** A proxy to `host:port`, closed with every flow when the scope closes. */
 export const tcpProxy = (host: string, port: number): Effect.Effect<TcpProxy, never, Scope.Scope> =>
   Effect.gen(function*() {
     const flows = new Set<Flow>()
+    let losing: string | undefined
+    let answersLost = 0
     const listener = createServer((client) => {
-      const flow: Flow = { client, server: createConnection({ host, port }), forgotten: false }
+      const flow: Flow = { client, server: createConnection({ host, port }), forgotten: false, answerLost: false }
       flows.add(flow)
-      client.on("data", (chunk) => flow.forgotten ? client.destroy() : flow.server.write(chunk))
-      flow.server.on("data", (chunk) => client.write(chunk))
+      client.on("data", (chunk) => {
+        if (flow.forgotten) return client.destroy()
+        if (losing !== undefined && chunk.includes(losing)) {
+          losing = undefined
+          flow.answerLost = true
+        }
+        flow.server.write(chunk)
+      })
+      flow.server.on("data", (chunk) => {
+        if (!flow.answerLost) return client.write(chunk)
+        if (!client.destroyed) answersLost++
+        client.destroy()
+        flow.server.destroy()
+      })
       flow.server.on("close", () => flow.forgotten || client.destroy())
       client.on("close", () => {
         flow.server.destroy()
@@ -72,6 +95,11 @@ export const tcpProxy = (host: string, port: number): Effect.Effect<TcpProxy, ne
       }),
       refuse: Effect.sync(() => {
         listener.close()
-      })
+      }),
+      loseAnswerTo: (marker) =>
+        Effect.sync(() => {
+          losing = marker
+        }),
+      answersLost: () => answersLost
     }
   })

@@ -52,7 +52,11 @@ export type NewRow = Pick<Row, "token" | "name" | "state" | "requestIds" | "crea
  * @category models
  */
 export interface Service {
-  /** `false` (and nothing written) when one of the requests already belongs to a checkpoint. */
+  /**
+   * `false` (and nothing written) when one of the requests already belongs to a checkpoint, but for
+   * the same save again (the same token over the same requests): `true`, as a store may run a save
+   * again after its answer was lost.
+   */
   readonly save: (row: NewRow) => Effect.Effect<boolean, PersistenceError>
   readonly find: (
     by: { readonly token: string } | { readonly requestId: string }
@@ -168,7 +172,10 @@ export const makeMemoryDriver: Effect.Effect<Encoded> = Effect.sync(() => {
   return {
     save: (row) =>
       Effect.sync(() => {
-        if (row.requestIds.some((id) => byRequest.has(id))) return false
+        if (row.requestIds.some((id) => byRequest.has(id))) {
+          const own = [...byRequest].filter(([, token]) => token === row.token)
+          return own.length === row.requestIds.length && row.requestIds.every((id) => byRequest.get(id) === row.token)
+        }
         rows.set(row.token, { ...row, claims: 0 })
         for (const id of row.requestIds) byRequest.set(id, row.token)
         return true

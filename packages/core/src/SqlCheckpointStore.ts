@@ -58,6 +58,12 @@ class Taken {
   readonly _tag = "Taken"
 }
 
+/** The same ids, in any order (each list holds an id once). */
+const sameIds = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => {
+  const ids = new Set(a)
+  return a.length === b.length && b.every((id) => ids.has(id))
+}
+
 const leasedWrite = {
   Renew: "renew checkpoint lease",
   Update: "update checkpoint",
@@ -144,25 +150,34 @@ export const makeDriver = (options: Options = {}): Effect.Effect<Encoded, Persis
     })
 
     return {
+      // A save runs again on another connection while it loses its own, even when its COMMIT's
+      // answer was lost: run again after it took effect, it finds its own request rows and is true.
       save: (row) =>
         fair(
-          Effect.gen(function*() {
-            const claimed = yield* sql`INSERT INTO ${owners} ${
-              sql.insert(row.requestIds.map((requestId) => ({ request_id: requestId, token: row.token })))
-            } ON CONFLICT DO NOTHING RETURNING request_id`
-            if (claimed.length !== row.requestIds.length) return yield* Effect.fail(new Taken())
-            yield* sql`INSERT INTO ${checkpoints} ${
-              sql.insert({
-                token: row.token,
-                name: row.name,
-                state: row.state,
-                request_ids: JSON.stringify(row.requestIds),
-                created_at: row.createdAt
-              })
-            }`
-            return true
-          }).pipe(
-            sql.withTransaction,
+          LostConnection.retryWhileLost(LostConnection.lostAsFailure(sql.withTransaction(
+            Effect.gen(function*() {
+              const claimed = yield* sql`INSERT INTO ${owners} ${
+                sql.insert(row.requestIds.map((requestId) => ({ request_id: requestId, token: row.token })))
+              } ON CONFLICT DO NOTHING RETURNING request_id`
+              if (claimed.length === row.requestIds.length) {
+                yield* sql`INSERT INTO ${checkpoints} ${
+                  sql.insert({
+                    token: row.token,
+                    name: row.name,
+                    state: row.state,
+                    request_ids: JSON.stringify(row.requestIds),
+                    created_at: row.createdAt
+                  })
+                }`
+                return true
+              }
+              const own = yield* sql<
+                { request_id: string }
+              >`SELECT request_id FROM ${owners} WHERE token = ${row.token}`
+              if (claimed.length === 0 && sameIds(own.map((r) => r.request_id), row.requestIds)) return true
+              return yield* Effect.fail(new Taken())
+            })
+          ))).pipe(
             Effect.catchIf((error): error is Taken => error instanceof Taken, () => Effect.succeed(false)),
             PersistenceError.refail("save checkpoint")
           )

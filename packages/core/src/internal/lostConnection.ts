@@ -41,11 +41,24 @@ export const LOST_CONNECTION_RETRIES = 12
  * `LOST_CONNECTION_RETRIES` times: only for what may run twice (a read; a statement that changes
  * nothing the second time). On success it costs one frame, not a schedule.
  */
-export const retryWhileLost = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> => {
-  const attempt = (left: number): Effect.Effect<A, SqlError> =>
+export const retryWhileLost = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const attempt = (left: number): Effect.Effect<A, E, R> =>
     left === 0 ? effect : Effect.catchIf(effect, isLost, () => attempt(left - 1))
   return attempt(LOST_CONNECTION_RETRIES)
 }
+
+/**
+ * A transaction (`sql.withTransaction`) that lost its connection, as a failure: @effect/sql turns a
+ * failed `ROLLBACK` or `COMMIT` into a defect, so `retryWhileLost` would not run it again. Only for
+ * a transaction that may run twice: its `COMMIT` may have taken effect before its answer was lost.
+ */
+export const lostAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.catchAllCause(effect, (cause): Effect.Effect<never, E | SqlError> => {
+    const defect = Cause.dieOption(cause)
+    return Option.isSome(defect) && isLost(defect.value)
+      ? Effect.fail(defect.value as SqlError)
+      : Effect.failCause(cause)
+  })
 
 /** The exit failed, and for a lost connection (`isLost`). */
 export const failedLost = (exit: Exit.Exit<unknown, unknown>): boolean =>

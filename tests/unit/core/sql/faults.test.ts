@@ -240,25 +240,39 @@ const pgSuite = (url: string) =>
         yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, { concurrency: "unbounded" })
         expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
       })
-      return { checkpoints, forget, proxy }
+      return { checkpoints, forget, proxy, sql }
     })
 
-    it.live("checkpoints over connections a load balancer forgot while idle: the reads after succeed; a save (a transaction) fails typed, writes nothing, and runs when retried", () =>
+    it.live("checkpoints over connections a load balancer forgot while idle: the reads and a save after succeed, once each", () =>
       Effect.gen(function*() {
-        const { checkpoints, forget, proxy } = yield* forgottenCheckpoints
+        const { checkpoints, forget } = yield* forgottenCheckpoints
         yield* forget
-
         expect(Option.map(yield* checkpoints.find({ requestId: "r1" }), (row) => row.token)).toEqual(Option.some("t1"))
+        yield* forget
         expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1"])
-        expect(Option.isSome(yield* checkpoints.find({ token: "t1" }))).toBe(true)
-        // a save is not run again (its transaction may have committed before its answer was lost):
-        // its BEGIN fails on the forgotten connection, typed, and the caller may retry
-        yield* proxy.forget
-        const second = { token: "t2", name: "wait", state: "{}", requestIds: ["r2"], createdAt: 2 }
-        expect((yield* failure(checkpoints.save(second)))._tag).toBe("PersistenceError")
-        expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1"])
-        expect(yield* checkpoints.save(second)).toBe(true)
+        yield* forget
+        expect(yield* checkpoints.save({ token: "t2", name: "wait", state: "{}", requestIds: ["r2"], createdAt: 2 }))
+          .toBe(true)
         expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1", "t2"])
+      }))
+
+    it.live("a checkpoint's save whose COMMIT took effect and its answer was lost: run again, it is true, saved once", () =>
+      Effect.gen(function*() {
+        const { checkpoints, proxy, sql } = yield* forgottenCheckpoints
+        yield* proxy.loseAnswerTo("COMMIT")
+        const second = { token: "t2", name: "wait", state: "{}", requestIds: ["r2", "r3"], createdAt: 2 }
+        expect(yield* checkpoints.save(second)).toBe(true)
+        expect(proxy.answersLost()).toBe(1)
+        expect((yield* checkpoints.open("wait")).map((row) => row.token)).toEqual(["t1", "t2"])
+        const owners = yield* sql<{ request_id: string; token: string }>`
+          SELECT request_id, token FROM toolgate_checkpoint_requests ORDER BY request_id`
+        expect(owners).toEqual([
+          { request_id: "r1", token: "t1" },
+          { request_id: "r2", token: "t2" },
+          { request_id: "r3", token: "t2" }
+        ])
+        // another checkpoint over one of its requests is still refused
+        expect(yield* checkpoints.save({ ...second, token: "t3", requestIds: ["r3"] })).toBe(false)
       }))
 
     it.live("a checkpoint's claim and leased writes over connections a load balancer forgot while idle: each succeeds, once", () =>
@@ -274,6 +288,29 @@ const pgSuite = (url: string) =>
         expect(yield* checkpoints.complete("t1", "worker-a", fence, 7)).toBe(true)
         const row = Option.getOrThrow(yield* checkpoints.find({ token: "t1" }))
         expect([row.claims, row.claimedUntil, row.state, row.completedAt]).toEqual([1, 200, "{\"step\":2}", 7])
+      }))
+
+    it.live("an answer whose COMMIT took effect and its answer was lost: PersistenceError, and answered again it is no longer pending: held once", () =>
+      Effect.gen(function*() {
+        const server = new URL(url)
+        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+        const { store } = yield* open(
+          pgStoreOver(pgClient(proxy.url(yield* pgSchema(url))), "toolgate_test_commit_lost")
+        )
+        const first = request(1)
+        yield* store.createRequest(first, requested(first))
+        yield* proxy.loseAnswerTo("COMMIT")
+        // not run again: it may have committed (it did), so the caller is told it failed
+        const lost = yield* failure(
+          store.resolve(first.requestId, approval(first, "ana"), resolved(first, "ana"), grant(1))
+        )
+        expect(proxy.answersLost()).toBe(1)
+        expect(lost._tag).toBe("PersistenceError")
+        // answered again, the request is no longer pending: the first answer took effect, once
+        const again = yield* store.resolve(first.requestId, approval(first, "ana"), resolved(first, "ana"), grant(1))
+        expect(again._tag === "NotPending" && again.request.status).toBe("approved")
+        expect((yield* store.events()).map((e) => e.type)).toEqual(["approval.requested", "approval.resolved"])
+        expect(yield* store.sessionApprovals()).toHaveLength(1)
       }))
 
     it.live("a spend, one statement with no transaction around it, on a kept connection the server ended: spent once", () =>
