@@ -313,6 +313,27 @@ const pgSuite = (url: string) =>
         expect(yield* store.sessionApprovals()).toHaveLength(1)
       }))
 
+    it.live("a new request written at once whose answer was lost: run again on another connection, it finds the request, written once", () =>
+      Effect.gen(function*() {
+        const server = new URL(url)
+        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+        const { store } = yield* open(
+          pgStoreOver(pgClient(proxy.url(yield* pgSchema(url))), "toolgate_test_at_once_lost")
+        )
+        const first = request(1)
+        yield* store.createRequest(first, requested(first))
+        // the statement that writes a lone step at once takes the writers' lock only if it is free
+        yield* proxy.loseAnswerTo("pg_try_advisory_xact_lock")
+        const second = request(2)
+        const created = yield* store.createRequest(second, requested(second))
+        expect(proxy.answersLost()).toBe(1)
+        expect(created._tag === "Existing" && created.request.requestId).toBe(second.requestId)
+        expect((yield* store.events()).map((e) => [e.type, e.requestId])).toEqual([
+          ["approval.requested", first.requestId],
+          ["approval.requested", second.requestId]
+        ])
+      }))
+
     it.live("a spend, one statement with no transaction around it, on a kept connection the server ended: spent once", () =>
       Effect.gen(function*() {
         const { endKept, store } = yield* keptStore
