@@ -173,8 +173,10 @@ export const makeMemoryDriver: Effect.Effect<Encoded> = Effect.sync(() => {
     save: (row) =>
       Effect.sync(() => {
         if (row.requestIds.some((id) => byRequest.has(id))) {
-          const own = [...byRequest].filter(([, token]) => token === row.token)
-          return own.length === row.requestIds.length && row.requestIds.every((id) => byRequest.get(id) === row.token)
+          // the same save again: this token, over these requests and no others
+          const saved = rows.get(row.token)
+          return saved !== undefined && saved.requestIds.length === row.requestIds.length &&
+            row.requestIds.every((id) => byRequest.get(id) === row.token)
         }
         rows.set(row.token, { ...row, claims: 0 })
         for (const id of row.requestIds) byRequest.set(id, row.token)
