@@ -22,7 +22,9 @@ import { PgClient } from "@effect/sql-pg"
 import type { ApprovalStore, CheckpointStore } from "@tool-gate/core"
 import type { SqlApprovalStore } from "@tool-gate/core"
 import { SqlChangeFeed, ToolGate, ToolGateError, ToolGateSql } from "@tool-gate/core"
-import { Config, type ConfigError, Effect, Layer, Option, type Redacted } from "effect"
+import { Config, type ConfigError, Duration, Effect, Layer, Option, type Redacted } from "effect"
+import { connectionOptions } from "./internal/connectionOptions.js"
+import * as Listener from "./internal/listener.js"
 import * as PreparedPool from "./internal/preparedPool.js"
 
 /**
@@ -42,6 +44,14 @@ export interface StoreOptions extends SqlApprovalStore.Options, SqlChangeFeed.No
    * gains a column: the stores list their columns; statements of your own on this client should too.
    */
   readonly preparedStatements?: boolean | undefined
+  /**
+   * How often the connection the store LISTENs on is checked with a query that must answer within
+   * as long (default 30 seconds). When it ends, errs or leaves the check unanswered (a restarted
+   * server, a load balancer that forgot the idle connection) the store listens again on a new
+   * connection; meanwhile the slow poll (`fallbackInterval`) wakes waiters. The check also keeps the
+   * idle connection's flow alive through such a load balancer.
+   */
+  readonly listenCheckInterval?: Duration.DurationInput | undefined
 }
 
 /**
@@ -84,10 +94,24 @@ export const layerStore = (
   ToolGateSql.layerStore(
     { ...options, keepConnections: options.keepConnections ?? keepsConnections(options) },
     layerClient(options),
-    SqlChangeFeed.layerNotifyFeed(PgClient.PgClient, {
-      channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
-      fallbackInterval: options.fallbackInterval
-    })
+    Layer.effect(
+      SqlChangeFeed.SqlChangeFeed,
+      SqlChangeFeed.makeNotifyFeed(
+        Listener.make(
+          // named apart from the pool's, so an operator can tell it in pg_stat_activity
+          connectionOptions({
+            ...options.client,
+            url: options.url,
+            applicationName: `${options.client?.applicationName ?? "@effect/sql-pg"}/listen`
+          }),
+          Duration.decode(options.listenCheckInterval ?? "30 seconds")
+        ),
+        {
+          channel: options.channel ?? `${options.tablePrefix ?? "toolgate_"}changes`,
+          fallbackInterval: options.fallbackInterval
+        }
+      )
+    )
   )
 
 /**

@@ -12,8 +12,9 @@
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, type Layer, Redacted } from "effect"
+import { Duration, Effect, type Layer } from "effect"
 import * as Pg from "pg"
+import { connectionOptions } from "./connectionOptions.js"
 
 export interface Limits {
   readonly maxStatements: number
@@ -56,21 +57,11 @@ const preparingClient = (nameOf: NameOf) =>
 /** The pool `PgClient.make` builds from `config`, its connections preparing what they repeat. */
 const poolOf = (config: PgClient.PgClientConfig, limits: Limits) =>
   new Pg.Pool({
-    connectionString: config.url ? Redacted.value(config.url) : undefined,
-    user: config.username,
-    host: config.host,
-    database: config.database,
-    password: config.password ? Redacted.value(config.password) : undefined,
-    ssl: config.ssl,
-    port: config.port,
-    ...(config.stream ? { stream: config.stream } : {}),
-    connectionTimeoutMillis: config.connectTimeout ? Duration.toMillis(config.connectTimeout) : undefined,
+    ...connectionOptions(config),
     idleTimeoutMillis: config.idleTimeout ? Duration.toMillis(config.idleTimeout) : undefined,
     max: config.maxConnections,
     min: config.minConnections,
     maxLifetimeSeconds: config.connectionTTL ? Duration.toSeconds(config.connectionTTL) : undefined,
-    application_name: config.applicationName ?? "@effect/sql-pg",
-    types: config.types,
     Client: preparingClient(statementNames(limits))
   })
 
