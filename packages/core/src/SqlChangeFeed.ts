@@ -134,7 +134,10 @@ export const makeNotifyFeed = (
 
 /**
  * `makeNotifyFeed` over the client found under `tag`, e.g.
- * `SqlChangeFeed.layerNotifyFeed(PgClient.PgClient)`.
+ * `SqlChangeFeed.layerNotifyFeed(PgClient.PgClient)`. `PgClient.listen` does not notice that its
+ * listening connection ended (a restart of the server): the feed then hears nothing but its slow
+ * poll. `@tool-gate/pg`'s `layerStore` listens on a connection of its own instead, and again on a
+ * new one when it ends.
  *
  * @since 0.1.0
  * @category layers
