@@ -31,9 +31,11 @@ interface Flow {
   answerLost: boolean
 }
 
-/** A proxy to `host:port`, closed with every flow when the scope closes. */
-export const tcpProxy = (host: string, port: number): Effect.Effect<TcpProxy, never, Scope.Scope> =>
+/** A proxy to the server of `serverUrl` (its host and port), closed with every flow when the scope closes. */
+export const tcpProxy = (serverUrl: string): Effect.Effect<TcpProxy, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const server = new URL(serverUrl)
+    const [host, port] = [server.hostname, Number(server.port)]
     const flows = new Set<Flow>()
     let losing: string | undefined
     let answersLost = 0

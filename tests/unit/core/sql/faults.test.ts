@@ -5,7 +5,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { type ApprovalStore as Store, CheckpointStore, SqlCheckpointStore } from "@tool-gate/core"
+import {
+  type ApprovalStore as Store,
+  CheckpointStore,
+  type SqlApprovalStore,
+  SqlCheckpointStore
+} from "@tool-gate/core"
 import { PersistenceError } from "@tool-gate/core/ToolGateError"
 import { Database } from "bun:sqlite"
 import { expect } from "bun:test"
@@ -15,7 +20,7 @@ import { join } from "node:path"
 import { describe, it } from "../../../support/effectTest.js"
 import { describePostgres } from "../../../support/postgresSuite.js"
 import { pgClient, pgSchema, pgStoreOver, sqliteClient, storeOver, tempDir } from "../../../support/sqlStores.js"
-import { tcpProxy } from "../../../support/tcpProxy.js"
+import { type TcpProxy, tcpProxy } from "../../../support/tcpProxy.js"
 import { approval, decision, grant, granted, open, request, requested, resolved, statementsSent } from "./fixtures.js"
 
 /** The error the effect fails with (its success fails the test). */
@@ -155,29 +160,38 @@ const pgSuite = (url: string) =>
         yield* requestFoundAndAnswered(store)
       }))
 
+    /** Connections idle in `sql`'s pool (besides any kept ones), then every flow forgotten by `proxy`. */
+    const idleThenForgotten = (sql: SqlClient.SqlClient, proxy: TcpProxy) =>
+      Effect.gen(function*() {
+        // each idle connection is the next one the pool hands out
+        yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, {
+          concurrency: "unbounded"
+        })
+        expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
+      })
+
+    /** A store on its own schema whose connections pass a proxy, with one request created. */
+    const proxiedStore = (channel: string, options?: SqlApprovalStore.Options) =>
+      Effect.gen(function*() {
+        const proxy = yield* tcpProxy(url)
+        const schemaUrl = yield* pgSchema(url)
+        const { sql, store } = yield* open(pgStoreOver(pgClient(proxy.url(schemaUrl)), channel, options))
+        const first = request(1)
+        yield* store.createRequest(first, requested(first))
+        return { first, proxy, schemaUrl, sql, store }
+      })
+
     /**
      * A store whose connections pass a proxy; `forget` makes the proxy forget every flow while they
      * are idle: the kept connections and the pool's idle ones, each found dead only when used.
      */
     const forgottenStore = (keepConnections: boolean) =>
       Effect.gen(function*() {
-        const server = new URL(url)
-        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
-        const schemaUrl = yield* pgSchema(url)
-        const { sql, store } = yield* open(
-          pgStoreOver(pgClient(proxy.url(schemaUrl)), "toolgate_test_forgotten", { keepConnections })
-        )
-        const first = request(1)
-        yield* store.createRequest(first, requested(first))
-        yield* store.getRequest(first.requestId)
-        const forget = Effect.gen(function*() {
-          // connections idle in the pool (besides any kept ones), each the next one it hands out
-          yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, {
-            concurrency: "unbounded"
-          })
-          expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
+        const { first, proxy, schemaUrl, sql, store } = yield* proxiedStore("toolgate_test_forgotten", {
+          keepConnections
         })
-        return { first, forget, proxy, schemaUrl, store }
+        yield* store.getRequest(first.requestId)
+        return { first, forget: idleThenForgotten(sql, proxy), proxy, schemaUrl, store }
       })
 
     for (const keepConnections of [true, false]) {
@@ -228,19 +242,14 @@ const pgSuite = (url: string) =>
 
     /** A checkpoint store through a proxy, one checkpoint saved, and connections idle in its pool. */
     const forgottenCheckpoints = Effect.gen(function*() {
-      const server = new URL(url)
-      const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+      const proxy = yield* tcpProxy(url)
       const client = pgClient(proxy.url(yield* pgSchema(url)))
       const context = yield* Layer.build(SqlCheckpointStore.layer().pipe(Layer.provideMerge(client)))
       const checkpoints = Context.get(context, CheckpointStore.CheckpointStore)
       const sql = Context.get(context, SqlClient.SqlClient)
       const saved = { token: "t1", name: "wait", state: "{}", requestIds: ["r1"], createdAt: 1 }
       expect(yield* checkpoints.save(saved)).toBe(true)
-      const forget = Effect.gen(function*() {
-        yield* Effect.forEach(Array.from({ length: 6 }), () => sql`SELECT pg_sleep(0.05)`, { concurrency: "unbounded" })
-        expect(yield* proxy.forget).toBeGreaterThanOrEqual(6)
-      })
-      return { checkpoints, forget, proxy, sql }
+      return { checkpoints, forget: idleThenForgotten(sql, proxy), proxy, sql }
     })
 
     it.live("checkpoints over connections a load balancer forgot while idle: the reads and a save after succeed, once each", () =>
@@ -292,13 +301,7 @@ const pgSuite = (url: string) =>
 
     it.live("an answer whose COMMIT took effect and its answer was lost: PersistenceError, and answered again it is no longer pending: held once", () =>
       Effect.gen(function*() {
-        const server = new URL(url)
-        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
-        const { store } = yield* open(
-          pgStoreOver(pgClient(proxy.url(yield* pgSchema(url))), "toolgate_test_commit_lost")
-        )
-        const first = request(1)
-        yield* store.createRequest(first, requested(first))
+        const { first, proxy, store } = yield* proxiedStore("toolgate_test_commit_lost")
         yield* proxy.loseAnswerTo("COMMIT")
         // not run again: it may have committed (it did), so the caller is told it failed
         const lost = yield* failure(
@@ -315,13 +318,7 @@ const pgSuite = (url: string) =>
 
     it.live("a new request written at once whose answer was lost: run again on another connection, it finds the request, written once", () =>
       Effect.gen(function*() {
-        const server = new URL(url)
-        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
-        const { store } = yield* open(
-          pgStoreOver(pgClient(proxy.url(yield* pgSchema(url))), "toolgate_test_at_once_lost")
-        )
-        const first = request(1)
-        yield* store.createRequest(first, requested(first))
+        const { first, proxy, store } = yield* proxiedStore("toolgate_test_at_once_lost")
         // the statement that writes a lone step at once takes the writers' lock only if it is free
         yield* proxy.loseAnswerTo("pg_try_advisory_xact_lock")
         const second = request(2)

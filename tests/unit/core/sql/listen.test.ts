@@ -71,8 +71,7 @@ describePostgres("LISTEN connections", (url) =>
 
     it.live("forgotten by a load balancer while idle: the check finds it, and it listens again", () =>
       Effect.gen(function*() {
-        const server = new URL(url)
-        const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+        const proxy = yield* tcpProxy(url)
         const { heard } = yield* feedOn(proxy.url(url), `toolgate-listen-${names++}`)
         expect(yield* heard(1)).toBe(true)
         expect(yield* proxy.forget).toBe(1)

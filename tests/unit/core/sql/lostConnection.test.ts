@@ -44,8 +44,7 @@ describePostgres("lost connections", (url) =>
 
     /** A pool through a proxy, whose one connection (idle) the proxy has forgotten. */
     const forgottenPool = Effect.gen(function*() {
-      const server = new URL(url)
-      const proxy = yield* tcpProxy(server.hostname, Number(server.port))
+      const proxy = yield* tcpProxy(url)
       const sql = yield* clientOf(proxy.url(url))
       expect(yield* proxy.forget).toBe(1)
       return { proxy, sql }
