@@ -5,8 +5,15 @@
  * statement's text gets a name the first time it runs on a connection (one `Parse`); later runs
  * only bind and execute it, and PostgreSQL switches to a generic plan when that costs no more.
  *
- * Bounded: only statements with 1 to `maxParams` parameters are named (a statement over many rows
- * is seldom run twice with the same number of rows, and its plan is large), and only the first
+ * A query without parameters (`SELECT`, `WITH`, `INSERT`, `UPDATE`, `DELETE`: what the planner
+ * plans) is named the second time it runs: node-postgres sends it as a simple query, parsed and
+ * planned on every run too (the log's head, read before every pending list a server serves, took
+ * the server 50-80 µs a run so, against 20-30 prepared), while most such texts run once (a
+ * migration's). Other statements (`BEGIN`, `COMMIT`, DDL) have no plan to keep, and a text of
+ * several statements cannot be prepared: they run unnamed.
+ *
+ * Bounded: only statements with at most `maxParams` parameters are named (a statement over many
+ * rows is seldom run twice with the same number of rows, and its plan is large), and only the first
  * `maxStatements` texts of the pool, so each connection holds at most that many.
  */
 import type { SqlClient } from "@effect/sql"
@@ -27,12 +34,26 @@ export const defaultLimits: Limits = { maxStatements: 256, maxParams: 64 }
  * The name a text runs under, `undefined` to run it unnamed. The same text has the same name on
  * every connection of the pool (node-postgres refuses a name reused for another text).
  */
+/** A statement the planner plans. */
+const planned = /^\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b/i
+
 export const statementNames = (limits: Limits) => {
   const names = new Map<string, string>()
+  // texts without parameters run once so far, unnamed
+  const seenOnce = new Set<string>()
   return (text: string, params: number): string | undefined => {
-    if (params === 0 || params > limits.maxParams) return undefined
+    if (params > limits.maxParams) return undefined
     const name = names.get(text)
     if (name !== undefined || names.size >= limits.maxStatements) return name
+    if (params === 0) {
+      if (!planned.test(text) || text.includes(";")) return undefined
+      if (!seenOnce.has(text)) {
+        if (seenOnce.size >= limits.maxStatements) seenOnce.clear()
+        seenOnce.add(text)
+        return undefined
+      }
+      seenOnce.delete(text)
+    }
     const fresh = `toolgate_${names.size}`
     names.set(text, fresh)
     return fresh
@@ -41,13 +62,13 @@ export const statementNames = (limits: Limits) => {
 
 type NameOf = ReturnType<typeof statementNames>
 
-/** node-postgres' `Client`, running a text with parameters under its name when it has one. */
+/** node-postgres' `Client`, running a text under its name when it has one. */
 const preparingClient = (nameOf: NameOf) =>
   class PreparingClient extends Pg.Client {
     override query(...args: Array<any>): any {
       const [text, values] = args
-      if (typeof text === "string" && Array.isArray(values)) {
-        const name = nameOf(text, values.length)
+      if (typeof text === "string" && (values === undefined || Array.isArray(values))) {
+        const name = nameOf(text, values?.length ?? 0)
         if (name !== undefined) return super.query({ name, text, values }, args[2])
       }
       return super.query(...(args as Parameters<Pg.Client["query"]>))

@@ -36,11 +36,13 @@ const connections = (url: string, preparedStatements?: boolean) =>
 const run = (conn: Connection, text: string, params: ReadonlyArray<unknown> = []) =>
   conn.execute(text, params as ReadonlyArray<any>, undefined)
 
-/** The statements the connection holds prepared. */
+const preparedText = "SELECT statement FROM pg_prepared_statements ORDER BY statement"
+
+/** The statements the connection holds prepared (but the query of this list, once it runs again). */
 const prepared = (conn: Connection) =>
   Effect.map(
-    run(conn, "SELECT statement FROM pg_prepared_statements ORDER BY statement"),
-    (rows) => rows.map((row) => row.statement as string)
+    run(conn, preparedText),
+    (rows) => rows.map((row) => row.statement as string).filter((text) => text !== preparedText)
   )
 
 describePostgres("prepared statements", (url) =>
@@ -62,14 +64,37 @@ describePostgres("prepared statements", (url) =>
         expect(yield* prepared(conn)).toEqual([])
       }))
 
-    it.live("a text without parameters, or with more than 64, runs unnamed", () =>
+    it.live("a text with more than 64 parameters runs unnamed", () =>
       Effect.gen(function*() {
         const { conn } = yield* connections(url)
         const many = Array.from({ length: 65 }, (_, i) => i)
         const sum = `SELECT ${many.map((i) => `$${i + 1}::int`).join(" + ")} AS n`
-        expect((yield* run(conn, sum, many))[0]!.n).toBe(65 * 64 / 2)
-        expect((yield* run(conn, "SELECT 41 + 1 AS n"))[0]!.n).toBe(42)
+        for (let run_ = 0; run_ < 2; run_++) expect((yield* run(conn, sum, many))[0]!.n).toBe(65 * 64 / 2)
         expect(yield* prepared(conn)).toEqual([])
+      }))
+
+    it.live("a query without parameters is prepared when it runs again; other statements, or several, never", () =>
+      Effect.gen(function*() {
+        const { admin, conn } = yield* connections(url)
+        yield* admin`CREATE TABLE ended (a INT)`
+        const once = "SELECT 40 + 1 AS n"
+        const again = "SELECT 41 + 1 AS n"
+        const several = "SELECT 1 AS n; SELECT 43 AS n"
+        expect((yield* run(conn, once))[0]!.n).toBe(41)
+        expect((yield* run(conn, again))[0]!.n).toBe(42)
+        expect(yield* prepared(conn)).toEqual([])
+        const answers = []
+        for (let i = 0; i < 3; i++) answers.push((yield* run(conn, again))[0]!.n)
+        expect(answers).toEqual([42, 42, 42])
+        // a simple query of several statements gives one list of rows per statement
+        for (let i = 0; i < 2; i++) expect(yield* run(conn, several)).toEqual([[{ n: 1 }], [{ n: 43 }]])
+        for (const end of ["COMMIT", "ROLLBACK", "COMMIT"]) {
+          yield* run(conn, "BEGIN")
+          yield* run(conn, "INSERT INTO ended VALUES (1)")
+          yield* run(conn, end)
+        }
+        expect(yield* run(conn, "SELECT a FROM ended")).toEqual([{ a: 1 }, { a: 1 }])
+        expect(yield* prepared(conn)).toEqual([again, "INSERT INTO ended VALUES (1)"].sort())
       }))
 
     it.live("the first 256 texts are prepared, later ones run unnamed", () =>
