@@ -34,6 +34,7 @@ import { join } from "node:path"
 import { pgSchema } from "../tests/support/sqlStores.js"
 import { type Ready, requests, sessionKey, sessions, token } from "./loadServer.js"
 import { runMain } from "./main.js"
+import { postgresCpuMs } from "./postgresCpu.js"
 
 const SSE_CLIENTS = Number(process.env.LOAD_SSE_CLIENTS ?? 8)
 const DEADLINE_S = Number(process.env.LOAD_DEADLINE_S ?? 120)
@@ -271,6 +272,7 @@ export const runLoad = (options: Options) =>
   Effect.gen(function*() {
     const store = yield* ApprovalStore.ApprovalStore
     const clientCpuBefore = process.cpuUsage()
+    const databaseCpuBefore = postgresCpuMs()
     const streams = yield* Effect.acquireRelease(
       Effect.promise(() =>
         Promise.all(
@@ -301,6 +303,7 @@ export const runLoad = (options: Options) =>
       }
     })
     const clientCpu = process.cpuUsage(clientCpuBefore)
+    const databaseCpu = postgresCpuMs()
     const log = yield* store.events()
 
     let lostEvents = 0
@@ -344,6 +347,10 @@ export const runLoad = (options: Options) =>
       sseReconnects: streams.reduce((n, stream) => n + stream.reconnects, 0),
       // this process's CPU while the clients ran (autocannon, the SSE readers), checks excluded
       clientCpuMs: Math.round((clientCpu.user + clientCpu.system) / 1000),
+      // every local PostgreSQL process's over the same time (a SQLite run leaves them idle)
+      databaseCpuMs: databaseCpu === undefined || databaseCpuBefore === undefined
+        ? undefined
+        : databaseCpu - databaseCpuBefore,
       reqPerSec: Math.round((http.answerMs.length + http.readMs.length) / http.seconds),
       answeredPerSec: Math.round(options.requestIds.length / http.seconds),
       answerP50ms: percentile(http.answerMs, 0.5),

@@ -8,7 +8,8 @@
  * every thread, and the main thread alone, which runs the JavaScript; the rest is mostly the JIT
  * compiling a fresh process's code) and the clients' (this process: autocannon and the SSE
  * readers, on the same cores; the checks after the run left out), on SQLite and, when
- * TOOLGATE_PG_URL is set, on PostgreSQL.
+ * TOOLGATE_PG_URL is set, on PostgreSQL, with the database server's CPU per answer too (every local
+ * `postgres` process: run one server at a time).
  *
  * Then memory at scale, on SQLite: the server's RSS (/proc/<pid>/status VmRSS) with W7_PENDING
  * pending requests, after one client listed them all, and with W7_SSE_CLIENTS event streams open;
@@ -123,6 +124,9 @@ const load = async <E>(
     // the rest is mostly the JIT compiling a fresh process's code while it runs
     const serverMainThreadCpuMsPerAnswer = perAnswer(mainThreadCpuMs(server.pid) - mainBefore)
     const clientCpuMsPerAnswer = perAnswer(figures.clientCpuMs)
+    const databaseCpuMsPerAnswer = kind === "pg" && figures.databaseCpuMs !== undefined
+      ? perAnswer(figures.databaseCpuMs)
+      : undefined
     // which threads the rest is (JavaScriptCore's GC helpers, its JIT, the file watcher...)
     const serverThreadCpuMsPerAnswer = Object.fromEntries(
       Object.entries(threadCpuMs(server.pid))
@@ -137,6 +141,7 @@ const load = async <E>(
       serverMainThreadCpuMsPerAnswer,
       serverThreadCpuMsPerAnswer,
       clientCpuMsPerAnswer,
+      ...(databaseCpuMsPerAnswer !== undefined ? { databaseCpuMsPerAnswer } : {}),
       serverRssMb: rssMb(server.pid),
       requests: figures.requests,
       sseClients: figures.sseClients,
