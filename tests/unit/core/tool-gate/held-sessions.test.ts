@@ -62,7 +62,7 @@ const postgres = (url: string): Stores =>
 /**
  * A store whose session-approval reads are recorded, and, while `hold` says so, kept with their
  * rows read until `release`: the first session read (`sessionKey`) and the tailer's catch-up
- * (`afterSeq`) each queue in `held`.
+ * (`afterSeq`) each queue in `held`. The tailer's reads of the log can be held back too.
  */
 const holding = (store: ApprovalStore.Service) =>
   Effect.gen(function*() {
@@ -70,10 +70,12 @@ const holding = (store: ApprovalStore.Service) =>
     const released = yield* Queue.unbounded<void>()
     const reads: Array<ApprovalStore.SessionApprovalQuery> = []
     const hold = { session: false, tail: false }
+    const logOpen = yield* Effect.makeLatch(true)
     const holds = (query: ApprovalStore.SessionApprovalQuery) =>
       (hold.session && query.sessionKey !== undefined) || (hold.tail && query.afterSeq !== undefined)
     const wrapped: ApprovalStore.Service = {
       ...store,
+      tail: (afterSeq, limit) => Effect.zipRight(logOpen.await, store.tail(afterSeq, limit)),
       sessionApprovals: (query = {}) =>
         Effect.tap(
           Effect.sync(() => reads.push(query)).pipe(Effect.zipRight(store.sessionApprovals(query))),
@@ -86,6 +88,9 @@ const holding = (store: ApprovalStore.Service) =>
       /** the rows of the next read held */
       next: Queue.take(held),
       release: Queue.offer(released, undefined),
+      /** the tailer's reads of the log wait until `openLog` */
+      closeLog: logOpen.close,
+      openLog: logOpen.open,
       sessionReads: () => reads.filter((query) => query.sessionKey !== undefined && query.id === undefined).length
     }
   })
@@ -175,6 +180,7 @@ const suite = (name: string, stores: Stores) =>
     it.live("a revocation this gate made is not undone by an older read of its tailer that finishes after it", () =>
       Effect.gen(function*() {
         const { a, gateA, gateB } = yield* gatesOver(stores)
+        const until = yield* following(gateA)
         expect(yield* gateA.hasApproval("bash", S)).toBe(false)
 
         a.hold.tail = true
@@ -183,13 +189,40 @@ const suite = (name: string, stores: Stores) =>
         expect((yield* a.next).map((grant) => [grant.sessionKey, grant.revokedAt])).toEqual([[S, undefined]])
         yield* gateA.recordApproval("bash", S, false)
         expect(yield* gateA.hasApproval("bash", S)).toBe(false)
-        yield* a.release
-        // the next catch-up (of the revocation) has begun: the older one is applied
-        yield* a.next
-        expect(yield* gateA.hasApproval("bash", S)).toBe(false)
-        expect(PauseSignal.isPauseSignal(yield* gateA.authorize(bashIn(S, "c1")))).toBe(true)
         a.hold.tail = false
         yield* a.release
+        // the tailer publishes the revocation after the catch-up it held: the older read is applied
+        yield* until((event) => event.type === "session.revoked")
+        expect(yield* gateA.hasApproval("bash", S)).toBe(false)
+        expect(PauseSignal.isPauseSignal(yield* gateA.authorize(bashIn(S, "c1")))).toBe(true)
+      }))
+
+    it.live("the tailer reads no approvals for the changes this gate made, and reads another gate's", () =>
+      Effect.gen(function*() {
+        const { a, gateA, gateB } = yield* gatesOver(stores)
+        const until = yield* following(gateA)
+        expect(yield* gateA.hasApproval("bash", S)).toBe(false)
+
+        a.hold.tail = true
+        // the tailer reads A's changes once A has projected them all (else it reads them anyway)
+        yield* a.closeLog
+        yield* gateA.recordApproval("bash", S, true)
+        yield* gateA.recordApproval("bash", S, false)
+        const paused = yield* gateA.authorize(bashIn(S, "c1"))
+        if (!PauseSignal.isPauseSignal(paused)) return expect.unreachable("bash needs approval")
+        yield* gateA.respond(paused.requestId, { decision: "approve_session", respondedBy: "ana" })
+        yield* a.openLog
+        yield* until((event) => event.type === "approval.resolved")
+        // the first catch-up that reads is the one of B's grant, and reads nothing before it
+        yield* gateB.recordApproval("bash", OTHER, true)
+        expect((yield* a.next).map((grant) => [grant.sessionKey, grant.toolName])).toEqual([[OTHER, "bash"]])
+        a.hold.tail = false
+        yield* a.release
+        yield* until((event) => event.type === "session.granted" && event.sessionKey === OTHER)
+        // the approval the answer granted (for these arguments), applied without a read
+        expect(yield* gateA.hasApproval("bash", S, { args: { command: "make" } })).toBe(true)
+        expect(allowed(yield* gateA.authorize(bashIn(S, "c2")))).toBe(true)
+        expect(yield* gateA.hasApproval("bash", OTHER)).toBe(true)
       }))
 
     it.live("fibers asking for one session at once share one read, which outlives the first one's interruption", () =>

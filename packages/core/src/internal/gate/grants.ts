@@ -21,6 +21,9 @@ import * as Ids from "./ids.js"
 /** Sessions whose approvals a gate holds unless its options say otherwise. */
 export const defaultHeldSessions = 10_000
 
+/** Changes of its own a projection remembers between two catch-ups of the tailer. */
+const maxOwn = 10_000
+
 /** The projection: read by every decision that needs a session approval, updated by every change. */
 export interface Projection {
   /** the log's last sequence number when the gate opened: the tailer reads after it */
@@ -31,6 +34,11 @@ export interface Projection {
   readonly grantsOf: (sessionKey: string) => Effect.Effect<SessionIndex.SessionGrants, PersistenceError>
   /** Applies versions this gate wrote or read, to the sessions it holds. */
   readonly project: (rows: ReadonlyArray<SessionApproval.SessionApproval>) => Effect.Effect<void>
+  /**
+   * Whether the change logged at `seq` is one this gate wrote and projected already, every version
+   * it made (so the tailer need not read the approvals again for it).
+   */
+  readonly projected: (seq: number) => boolean
   /** the log position up to which every change is reflected in the sessions held */
   readonly caughtUpTo: () => number
   /**
@@ -69,6 +77,9 @@ export const makeProjection = (
     const keepHeld = Newest.keeper(entries, heldSessions)
     // every change up to here is reflected in the sessions held (the tailer moves it)
     let floor = loadedAt
+    // the seqs of the changes this gate wrote and projected, after `floor` (bounded: forgotten,
+    // the tailer reads the approvals as it would for another process's change)
+    const own = new Set<number>()
 
     const applyTo = (
       rows: ReadonlyArray<SessionApproval.SessionApproval>,
@@ -144,7 +155,13 @@ export const makeProjection = (
       loadedAt,
       held,
       grantsOf,
-      project: (rows) => Effect.sync(() => applyTo(rows)),
+      project: (rows) =>
+        Effect.sync(() => {
+          applyTo(rows)
+          if (own.size >= maxOwn) own.clear()
+          for (const row of rows) if (row.seq > floor) own.add(row.seq)
+        }),
+      projected: (seq) => own.has(seq),
       caughtUpTo: () => floor,
       caughtUp: (rows, seq) =>
         Effect.sync(() => {
@@ -152,6 +169,7 @@ export const makeProjection = (
           applyTo(rows, touched)
           floor = Math.max(floor, seq)
           for (const grants of touched) SessionIndex.prune(grants, floor)
+          for (const at of own) if (at <= floor) own.delete(at)
         })
     }
   })

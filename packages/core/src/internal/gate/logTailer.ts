@@ -63,7 +63,8 @@ export const make = (options: {
       if (events.length === 0) break
       for (const event of events) {
         if (WAKING_EVENTS.has(event.type)) yield* waiters.wake(event)
-        if (changesProjection(event)) changed = true
+        // a change this gate wrote is projected already (read anyway when the tailer came first)
+        if (changesProjection(event) && !projection.projected(event.seq)) changed = true
       }
       // counted before auditors hear of them: one that saw an event sees the gauge count it
       yield* pending.see(events)
