@@ -22,6 +22,13 @@ export interface TcpProxy {
   readonly loseAnswerTo: (marker: string) => Effect.Effect<void>
   /** Answers lost so far (`loseAnswerTo`). */
   readonly answersLost: () => number
+  /**
+   * The next bytes a client sends that hold `marker` never reach the server: that flow ends on
+   * both sides instead, as a connection lost before the server took a statement.
+   */
+  readonly dropRequestTo: (marker: string) => Effect.Effect<void>
+  /** Requests dropped so far (`dropRequestTo`). */
+  readonly requestsDropped: () => number
 }
 
 interface Flow {
@@ -39,11 +46,19 @@ export const tcpProxy = (serverUrl: string): Effect.Effect<TcpProxy, never, Scop
     const flows = new Set<Flow>()
     let losing: string | undefined
     let answersLost = 0
+    let dropping: string | undefined
+    let requestsDropped = 0
     const listener = createServer((client) => {
       const flow: Flow = { client, server: createConnection({ host, port }), forgotten: false, answerLost: false }
       flows.add(flow)
       client.on("data", (chunk) => {
         if (flow.forgotten) return client.destroy()
+        if (dropping !== undefined && chunk.includes(dropping)) {
+          dropping = undefined
+          requestsDropped++
+          client.destroy()
+          return flow.server.destroy()
+        }
         if (losing !== undefined && chunk.includes(losing)) {
           losing = undefined
           flow.answerLost = true
@@ -102,6 +117,11 @@ export const tcpProxy = (serverUrl: string): Effect.Effect<TcpProxy, never, Scop
         Effect.sync(() => {
           losing = marker
         }),
-      answersLost: () => answersLost
+      answersLost: () => answersLost,
+      dropRequestTo: (marker) =>
+        Effect.sync(() => {
+          dropping = marker
+        }),
+      requestsDropped: () => requestsDropped
     }
   })

@@ -33,7 +33,9 @@ import * as LostConnection from "./lostConnection.js"
  * all their inputs (a multi-row statement instead of one statement each), at the place of the
  * first of them. That is the order one transaction per call would give had those calls run one
  * after another, which they could have: they were all in flight together. When the merged body
- * fails, each of its calls runs again alone, as above.
+ * fails, each of its calls runs again alone, as above. A group may settle some of a batch's calls
+ * before its transaction (`Group.ahead`: PostgreSQL's claims, written in one statement of their
+ * own); the transaction then runs the rest.
  *
  * A fiber calling a store on a synchronous driver in a loop lets the rest of the process run:
  * Effect's runtime yields a busy fiber after 2,048 steps, but counts them from the fiber's last
@@ -75,6 +77,14 @@ export interface Group<I, A, E> {
    * needs no `BEGIN`/`COMMIT` (nor the writers' lock a `begin` takes).
    */
   readonly single?: boolean | undefined
+  /**
+   * Some of a batch's calls settled before its transaction, when all its writes are of this group:
+   * each one's exit, or `undefined` to run it in the transaction as usual (after them: its calls
+   * are independent but for one id, whose later calls it leaves to the transaction). A call it
+   * settled is never run again, even when its exit is a lost connection (a statement whose answer
+   * was lost may have committed).
+   */
+  readonly ahead?: ((inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E> | undefined>>) | undefined
 }
 
 /** A group's body for one call. */
@@ -121,6 +131,8 @@ interface Job {
   readonly group: Group<any, any, any> | undefined
   readonly input: unknown
   exit: Exit.Exit<any, any> | undefined
+  /** settled by its group's `ahead`: never run again */
+  ahead: boolean
   /** the waiting caller's resumption, once it waits (a queued call) */
   resume: ((exit: Exit.Exit<any, any>) => void) | undefined
   cancelled: boolean
@@ -197,19 +209,37 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
         return succeeded
       })
 
+    /** The writes `ahead` does not settle, the others' exits set (all, when their group has none). */
+    const settledAhead = (writes: ReadonlyArray<Job>): Effect.Effect<ReadonlyArray<Job>> => {
+      const ahead = writes[0]!.group?.ahead
+      if (ahead === undefined || writes.some((job) => job.group !== writes[0]!.group)) return Effect.succeed(writes)
+      return Effect.map(ahead(writes.map((job) => job.input)), (exits) => {
+        for (let i = 0; i < writes.length; i++) {
+          const exit = exits[i]
+          if (exit !== undefined) {
+            writes[i]!.exit = exit
+            writes[i]!.ahead = true
+          }
+        }
+        return writes.filter((job) => !job.ahead)
+      })
+    }
+
     /**
-     * Runs `writes` in one transaction; sets each job's exit. `false`: the transaction's `BEGIN`
-     * failed, so none of them ran.
+     * Runs `writes` in one transaction, after what their group settles `ahead`; sets each job's
+     * exit. `false`: the transaction's `BEGIN` failed, so none of the others ran.
      */
-    const runWrites = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<boolean> =>
+    const runWrites = (conn: Connection, all: ReadonlyArray<Job>, tryAhead = true): Effect.Effect<boolean> =>
       Effect.gen(function*() {
-        if (statementAlone(writes)) {
+        if (statementAlone(all)) {
           // one statement is all-or-nothing: when a merged one fails, each call runs alone
-          if (!(yield* runMerged(writes, true)) && writes.length > 1) {
-            for (const job of writes) job.exit = yield* Effect.exit(bodyOf(job))
+          if (!(yield* runMerged(all, true)) && all.length > 1) {
+            for (const job of all) job.exit = yield* Effect.exit(bodyOf(job))
           }
           return true
         }
+        const writes = tryAhead ? yield* settledAhead(all) : all
+        if (writes.length === 0) return true
         const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
         const begun = yield* Effect.exit(beginOn(conn))
         if (Exit.isFailure(begun)) {
@@ -223,7 +253,7 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           if (writes.length === 1) return true
           for (const job of writes) {
             job.exit = undefined
-            yield* runWrites(conn, [job])
+            yield* runWrites(conn, [job], false)
           }
           return true
         }
@@ -294,11 +324,11 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
      * lost changes nothing more).
      */
     const runAgain = (running: ReadonlyArray<Job>, begun: boolean): ReadonlyArray<Job> | undefined => {
-      const failed = running.filter((job) => Exit.isFailure(job.exit!))
+      const failed = running.filter((job) => Exit.isFailure(job.exit!) && !job.ahead)
       if (failed.length === 0 || (begun && !(running.every((job) => job.write) && statementAlone(running)))) {
         return undefined
       }
-      const again = begun ? failed : running
+      const again = begun ? failed : running.filter((job) => !job.ahead)
       for (const job of again) job.exit = undefined
       return again
     }
@@ -442,7 +472,17 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
           lone = 0
           return Effect.zipRight(eventLoopTurn, submit(write, single, body, group, input))
         }
-        const job: Job = { write, single, body, group, input, exit: undefined, resume: undefined, cancelled: false }
+        const job: Job = {
+          write,
+          single,
+          body,
+          group,
+          input,
+          exit: undefined,
+          ahead: false,
+          resume: undefined,
+          cancelled: false
+        }
         if (!busy) {
           busy = true
           // the fiber itself, not its id: comparing ids hashes them

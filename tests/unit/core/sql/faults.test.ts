@@ -80,20 +80,29 @@ describe("SqlApprovalStore faults (SQLite)", () => {
 
 const pgSuite = (url: string) =>
   describe("SqlApprovalStore faults (postgres)", () => {
-    it.live("a connection killed mid-answer: PersistenceError, nothing written, retry works", () =>
+    /**
+     * A store with one request, and an answer of it (through `answering`, a store on the same
+     * schema) waiting for the request's row, which another session holds, until its backend is
+     * terminated; then the row is let go. The answer's fiber, and how things stood before it.
+     */
+    const answerKilledWhileWaiting = (answeringFresh: boolean) =>
       Effect.gen(function*() {
         const schemaUrl = yield* pgSchema(url)
         const { store } = yield* open(pgStoreOver(pgClient(schemaUrl), "toolgate_test_faults"))
+        const answering = answeringFresh
+          ? (yield* open(pgStoreOver(pgClient(schemaUrl), "toolgate_test_faults"))).store
+          : store
         const admin = yield* Effect.map(Layer.build(pgClient(schemaUrl)), Context.get(SqlClient.SqlClient))
         const r = request(1)
         yield* store.createRequest(r, requested(r))
         const before = yield* contents(store)
 
-        // Another session holds the request's row, so the answer blocks inside its transaction.
         const holder = yield* admin.reserve
         yield* holder.executeRaw("BEGIN", [])
         yield* holder.executeRaw("SELECT 1 FROM toolgate_requests WHERE request_id = $1 FOR UPDATE", [r.requestId])
-        const answer = yield* Effect.fork(store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1)))
+        const answer = yield* Effect.fork(
+          answering.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1))
+        )
         let killed = 0
         while (killed === 0) {
           yield* Effect.sleep("20 millis")
@@ -102,14 +111,30 @@ const pgSuite = (url: string) =>
             WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE%toolgate_requests%'`
           killed = rows.length
         }
+        return { answer, answering, before, holder, r, store }
+      })
+
+    it.live("a connection killed mid-answer in its transaction: PersistenceError, nothing written, retry works", () =>
+      Effect.gen(function*() {
+        // a store that has committed nothing yet answers in a transaction
+        const { answer, answering, before, holder, r, store } = yield* answerKilledWhileWaiting(true)
         const error = yield* failure(Fiber.join(answer))
         yield* holder.executeRaw("ROLLBACK", [])
         expect(error._tag).toBe("PersistenceError")
 
         expect(yield* contents(store)).toEqual(before)
-        const retried = yield* store.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1))
+        const retried = yield* answering.resolve(r.requestId, approval(r, "ana"), resolved(r, "ana"), grant(1))
         expect(retried._tag).toBe("Resolved")
         expect((yield* store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(1)
+      }))
+
+    it.live("a connection killed mid-answer written at once: claimed again on another connection, once", () =>
+      Effect.gen(function*() {
+        const { answer, holder, store } = yield* answerKilledWhileWaiting(false)
+        yield* holder.executeRaw("ROLLBACK", [])
+        expect((yield* Fiber.join(answer))._tag).toBe("Resolved")
+        expect((yield* store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(1)
+        expect(yield* store.sessionApprovals()).toHaveLength(1)
       }))
 
     /** A new request (one statement), its record found and read (reads that merge, then a plain one), then answered. */
@@ -301,7 +326,10 @@ const pgSuite = (url: string) =>
 
     it.live("an answer whose COMMIT took effect and its answer was lost: PersistenceError, and answered again it is no longer pending: held once", () =>
       Effect.gen(function*() {
-        const { first, proxy, store } = yield* proxiedStore("toolgate_test_commit_lost")
+        const { first, proxy, schemaUrl } = yield* proxiedStore("toolgate_test_commit_lost")
+        // a store that has committed nothing yet knows no head to write a claim at once after: it
+        // answers in a transaction
+        const { store } = yield* open(pgStoreOver(pgClient(proxy.url(schemaUrl)), "toolgate_test_commit_lost"))
         yield* proxy.loseAnswerTo("COMMIT")
         // not run again: it may have committed (it did), so the caller is told it failed
         const lost = yield* failure(
@@ -314,6 +342,50 @@ const pgSuite = (url: string) =>
         expect(again._tag === "NotPending" && again.request.status).toBe("approved")
         expect((yield* store.events()).map((e) => e.type)).toEqual(["approval.requested", "approval.resolved"])
         expect(yield* store.sessionApprovals()).toHaveLength(1)
+      }))
+
+    it.live("an answer written at once whose answer was lost: claimed again in a transaction, it is no longer pending: held once", () =>
+      Effect.gen(function*() {
+        const { first, proxy, store } = yield* proxiedStore("toolgate_test_claim_at_once_lost")
+        // the statement that writes claims at once takes the writers' lock only if it is free
+        yield* proxy.loseAnswerTo("pg_try_advisory_xact_lock")
+        const answered = yield* store.resolve(
+          first.requestId,
+          approval(first, "ana"),
+          resolved(first, "ana"),
+          grant(1)
+        )
+        expect(proxy.answersLost()).toBe(1)
+        // it took effect, once; the claim made again finds the request answered
+        expect(answered._tag === "NotPending" && answered.request.status).toBe("approved")
+        expect((yield* store.events()).map((e) => e.type)).toEqual(["approval.requested", "approval.resolved"])
+        expect(yield* store.sessionApprovals()).toHaveLength(1)
+      }))
+
+    it.live("answers written at once before a transaction that lost its connection: not written again, the rest run again", () =>
+      Effect.gen(function*() {
+        const proxy = yield* tcpProxy(url)
+        const schemaUrl = yield* pgSchema(url)
+        const channel = "toolgate_test_ahead_then_lost"
+        const { store } = yield* open(pgStoreOver(pgClient(proxy.url(schemaUrl)), channel))
+        const other = (yield* open(pgStoreOver(pgClient(schemaUrl), channel))).store
+        // requests another process made (so the answers meet in a batch); then this store's first
+        // write, in a transaction, tells it the log's head
+        const asks = [2, 3, 4].map((n) => request(n))
+        for (const ask of asks) yield* other.createRequest(ask, requested(ask))
+        const own = request(1)
+        yield* store.createRequest(own, requested(own))
+        // in the batch, the second answer of a request is claimed in the transaction, whose BEGIN
+        // never reaches the server
+        yield* proxy.dropRequestTo("BEGIN")
+        const results = yield* Effect.forEach(
+          [...asks, asks[0]!],
+          (ask) => store.resolve(ask.requestId, approval(ask, "ana"), resolved(ask, "ana")),
+          { concurrency: "unbounded" }
+        )
+        expect(proxy.requestsDropped()).toBe(1)
+        expect(results.map((result) => result._tag)).toEqual(["Resolved", "Resolved", "Resolved", "NotPending"])
+        expect((yield* store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(3)
       }))
 
     it.live("a new request written at once whose answer was lost: run again on another connection, it finds the request, written once", () =>

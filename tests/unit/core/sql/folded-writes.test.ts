@@ -396,6 +396,143 @@ describePostgres(
           yield* expectWholeLog(a!.store)
         }))
 
+      /** Answers `asks` in flight: approved for the session (a grant `sa_<request id>`) when `n` is even, else once. */
+      const answerAll = (store: Store.Service, asks: ReadonlyArray<ApprovalRequest.ApprovalRequest>) =>
+        Effect.forEach(
+          asks,
+          (ask, n) =>
+            Effect.zipRight(
+              Effect.yieldNow(),
+              store.answer(ask.requestId, ask.createdAt + 5, (claimed) => {
+                const resolution: ApprovalRequest.Resolution = n % 2 === 0
+                  ? {
+                    ...approval(claimed, "ana"),
+                    decision: "approve_session",
+                    scope: "tool",
+                    sessionApprovalId: `sa_${ask.requestId}`
+                  }
+                  : approval(claimed, "ana")
+                return {
+                  resolution,
+                  event: AuditEvent.approvalResolved(claimed, resolution),
+                  grant: n % 2 === 0
+                    ? { ...bashGrant(`sa_${ask.requestId}`, claimed.toolCall.sessionKey), requestId: claimed.requestId }
+                    : undefined
+                }
+              })
+            ),
+          { concurrency: "unbounded" }
+        )
+
+      it.live("answers in flight to another process's requests, once this process knows the log's head: no transaction; each once, its grant numbered by its event", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pgProcesses(url, 2)
+          const asks = Array.from({ length: 12 }, (_, n) => request(10 + n))
+          for (const ask of asks) yield* b!.store.createRequest(ask, requested(ask))
+          // a commits once, so it knows the log's head
+          const own = request(1)
+          yield* a!.store.createRequest(own, requested(own))
+          const { result, statements } = yield* statementsSent("BEGIN", answerAll(a!.store, asks))
+          expect(statements).toBe(0)
+          expect(result.map((r) => r._tag)).toEqual(asks.map(() => "Resolved"))
+          const approvals = yield* a!.sql<{ id: string; seq: number | string }>`
+            SELECT id, seq FROM toolgate_session_approvals ORDER BY seq`
+          const granting = result.filter((_, n) => n % 2 === 0)
+          expect(approvals.map((row) => [row.id, Number(row.seq)])).toEqual(
+            granting.map((r, i) => [`sa_${asks[2 * i]!.requestId}`, r._tag === "Resolved" ? r.event.seq : -1]).sort((
+              x,
+              y
+            ) => Number(x[1]) - Number(y[1]))
+          )
+          for (const [n, r] of result.entries()) {
+            if (r._tag !== "Resolved") continue
+            if (n % 2 === 0) expect(r.grant).toMatchObject({ id: `sa_${asks[n]!.requestId}`, seq: r.event.seq })
+            else expect(r.grant).toBeUndefined()
+          }
+          // b, the other process, is woken by their NOTIFY and sees them
+          expect((yield* b!.store.listPending()).map((r) => r.requestId)).toEqual([own.requestId])
+          yield* expectWholeLog(a!.store)
+        }))
+
+      it.live("answers in flight of requests no longer pending, or never made, are refused as read: no transaction", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pgProcesses(url, 2)
+          const asks = Array.from({ length: 4 }, (_, n) => request(10 + n))
+          for (const ask of asks) yield* b!.store.createRequest(ask, requested(ask))
+          yield* Effect.forEach(asks, (ask) => approve(b!.store, ask, "bob"))
+          const own = request(1)
+          yield* a!.store.createRequest(own, requested(own))
+          const never = request(99)
+          const { result, statements } = yield* statementsSent(
+            "BEGIN",
+            Effect.forEach([...asks, never], (ask) => approve(a!.store, ask, "ana"), { concurrency: "unbounded" })
+          )
+          expect(statements).toBe(0)
+          expect(result.map((r) => r._tag === "NotPending" ? r.request.resolution?.respondedBy : r._tag)).toEqual([
+            "bob",
+            "bob",
+            "bob",
+            "bob",
+            "NotFound"
+          ])
+          yield* expectWholeLog(a!.store)
+        }))
+
+      it.live("answers in flight to requests another process changed since, or after it wrote: claimed in the transaction, each once", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pgProcesses(url, 2)
+          const asks = Array.from({ length: 6 }, (_, n) => request(10 + n))
+          for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
+          // a knows their texts as it wrote them, and its head: b answers two, warns one, and writes after it
+          yield* approve(b!.store, asks[1]!, "bob")
+          yield* approve(b!.store, asks[4]!, "bob")
+          expect(yield* b!.store.markWarned(asks[3]!.requestId, AuditEvent.approvalExpiring(asks[3]!, 1_500))).toBe(
+            true
+          )
+          const result = yield* answerAll(a!.store, asks)
+          // the answer met the row as b left it
+          expect(result[3]).toMatchObject({ request: { status: "approved", warnedAt: 1_500 } })
+          expect(result.map((r) => r._tag)).toEqual([
+            "Resolved",
+            "NotPending",
+            "Resolved",
+            "Resolved",
+            "NotPending",
+            "Resolved"
+          ])
+          const events = yield* expectWholeLog(a!.store)
+          expect(events.filter((e) => e.type === "approval.resolved")).toHaveLength(6)
+          expect(events.filter((e) => e.type === "approval.expiring")).toHaveLength(1)
+          // b writes after a's head: a's answers, written at once or not, are each once
+          // (in another session: the first answers granted bash in theirs)
+          const more = Array.from({ length: 4 }, (_, n) => request(30 + n, { sessionKey: "s2" }))
+          for (const ask of more) expect((yield* b!.store.createRequest(ask, requested(ask)))._tag).toBe("Created")
+          const later = yield* answerAll(a!.store, more)
+          expect(later.map((r) => r._tag)).toEqual(more.map(() => "Resolved"))
+          expect((yield* a!.store.events()).filter((e) => e.type === "approval.resolved")).toHaveLength(10)
+          yield* expectWholeLog(a!.store)
+        }))
+
+      it.live("answers in flight written at once meet a row as another process left it, though this one knows the head", () =>
+        Effect.gen(function*() {
+          const [a, b] = yield* pgProcesses(url, 2)
+          const asks = Array.from({ length: 4 }, (_, n) => request(10 + n))
+          for (const ask of asks) yield* a!.store.createRequest(ask, requested(ask))
+          expect(yield* b!.store.markWarned(asks[1]!.requestId, AuditEvent.approvalExpiring(asks[1]!, 1_500))).toBe(
+            true
+          )
+          // a writes on, past the few steps that go to a transaction after one could not be written
+          // at once: it knows the head again, but still the text it wrote of the warned request
+          for (let n = 0; n < 8; n++) {
+            const own = request(50 + n, { sessionKey: "s2" })
+            yield* a!.store.createRequest(own, requested(own))
+          }
+          const result = yield* answerAll(a!.store, asks)
+          expect(result.map((r) => r._tag)).toEqual(asks.map(() => "Resolved"))
+          expect(result[1]).toMatchObject({ request: { status: "approved", warnedAt: 1_500 } })
+          yield* expectWholeLog(a!.store)
+        }))
+
       it.live("a reader of the log reads nothing for steps written at once: their NOTIFY waits for them", () =>
         Effect.gen(function*() {
           const [a] = yield* pgProcesses(url, 1)

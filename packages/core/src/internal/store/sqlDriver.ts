@@ -2,10 +2,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Context, Deferred, Effect, Either, type Fiber, Option, type ParseResult, Stream } from "effect"
+import { Context, Deferred, Effect, Either, Exit, type Fiber, Option, type ParseResult, Stream } from "effect"
 import type * as Scope from "effect/Scope"
 import type {
   ApprovalEncoded,
+  Claim,
   Encoded,
   EventEncoded,
   EventRow,
@@ -41,7 +42,10 @@ import * as Statements from "./sqlStatements.js"
  * carries the guard). On PostgreSQL, when this process knows the log's head from its last commit
  * and has no other write in flight, that statement is first tried as its own transaction
  * (`atOnce`), with no writers' lock held across round trips: it takes a number only while the
- * log's last number is the one it knows and no transaction holds the lock.
+ * log's last number is the one it knows and no transaction holds the lock. The claims of a batch
+ * (answers, in flight together) go the same way before its transaction (`claimsAhead`): their
+ * requests read, and their transitions written together in one such statement, each guarded by
+ * the text it was read with; what that cannot write runs in the transaction.
  */
 
 type Failure = SqlError | ParseResult.ParseError
@@ -577,6 +581,137 @@ export const make = (
             Option.map((events) => ({ _tag: "Claimed", request: known.value.claimed.request, events }) as const)
           ))
 
+    type ClaimResult = Effect.Effect.Success<ReturnType<Encoded["claimRequest"]>>
+
+    /**
+     * PostgreSQL: the claims of a batch (of one kind) settled before its transaction, when this
+     * process knows the log's head from its last commit: the requests read (but those whose text it
+     * wrote), the ones no longer pending, or gone, refused as read; the transitions of the others
+     * that meet their claim and append one event written in one statement that is its own
+     * transaction (`claimsAtOnce`), with the session approvals they grant. What is left (a later
+     * claim of a request in the batch, a claim the statement could not write: another process
+     * wrote since, or a row changed since it was read) runs in the transaction.
+     */
+    const claimsAhead = (kind: Claim["_tag"]) =>
+    (
+      inputs: ReadonlyArray<Merged.ClaimInput>
+    ): Effect.Effect<ReadonlyArray<Exit.Exit<ClaimResult, Failure> | undefined>> => {
+      const exits = new Array<Exit.Exit<ClaimResult, Failure> | undefined>(inputs.length)
+      if (committed === undefined) {
+        return Effect.succeed(exits)
+      }
+      if (skips > 0) {
+        skips--
+        return Effect.succeed(exits)
+      }
+      const firsts = new Map<string, number>()
+      inputs.forEach((input, i) =>
+        firsts.has(input.requestId) || firsts.set(input.requestId, i)
+      )
+      const unknown = Array.from(firsts.keys()).filter((requestId) => !pendingTexts.has(requestId))
+      const settled = Effect.gen(function*() {
+        const read = unknown.length === 0 ? [] : yield* q.requestsById({ requestIds: unknown })
+        const texts = new Map<string, string>()
+        for (const row of read) texts.set(String(row.request_id), String(row.request))
+        const candidates: Array<{ readonly at: number; readonly before: string; readonly claimed: Transition }> = []
+        for (const [requestId, at] of firsts) {
+          const before = texts.get(requestId) ?? pendingTexts.get(requestId)
+          if (before === undefined) {
+            exits[at] = Exit.succeed({ _tag: "Refused", current: Option.none() })
+            continue
+          }
+          const [request] = yield* entityRows.requestsOf([{ request: before }])
+          if (request!.status !== "pending") {
+            exits[at] = Exit.succeed({ _tag: "Refused", current: Option.some(request!) })
+            continue
+          }
+          // judged again by the statement, on the store's clock
+          if (!meets(inputs[at]!.claim, request!)) continue
+          const claimed = inputs[at]!.transition(request!)
+          if (Either.isRight(claimed) && claimed.right.events.length === 1) {
+            candidates.push({ at, before, claimed: claimed.right })
+          }
+        }
+        if (candidates.length > 0) yield* writeClaimsAtOnce(kind, inputs, candidates, exits)
+        return exits
+      })
+      // a read that failed leaves every claim to the transaction
+      return Effect.catchAll(settled, () => Effect.succeed(new Array(inputs.length)))
+    }
+
+    /** `claimsAhead`'s statement: each candidate's exit set when it wrote them all, none else. */
+    const writeClaimsAtOnce = (
+      kind: Claim["_tag"],
+      inputs: ReadonlyArray<Merged.ClaimInput>,
+      candidates: ReadonlyArray<{ readonly at: number; readonly before: string; readonly claimed: Transition }>,
+      exits: Array<Exit.Exit<ClaimResult, Failure> | undefined>
+    ) =>
+      Effect.withFiberRuntime<void>((fiber) => {
+        const known = committed
+        if (known === undefined) return Effect.void
+        let prevHash = known.hash
+        const rows: Array<Statements.ClaimAtOnceRow> = []
+        const written: Array<{
+          readonly at: number
+          readonly request: RequestEncoded
+          readonly requestRow: Statements.RequestRow
+          readonly event: EventRow
+        }> = []
+        for (const { at, before, claimed } of candidates) {
+          const seq = known.seq + 1 + rows.length
+          const grant = claimed.grant === undefined ? undefined : claimed.grant([seq])
+          // one whose grant does not encode fails alone, in the transaction
+          if (grant !== undefined && Either.isLeft(grant)) continue
+          const approval = grant === undefined ? undefined : approvalRow(grant.right)
+          const event = eventRow(claimed.events[0]!, prevHash)
+          prevHash = event.hash
+          const requestRow = entityRows.requestRow(claimed.request)
+          const claim = inputs[at]!.claim
+          rows.push({
+            ...event,
+            ...Statements.requestColumns(requestRow),
+            before,
+            claimAt: "at" in claim ? claim.at : 0,
+            seq,
+            knownSeq: known.seq,
+            aId: approval?.id,
+            aSessionKey: approval?.sessionKey,
+            aToolName: approval?.toolName,
+            aRevokedAt: approval?.revokedAt,
+            aExpiresAt: approval?.expiresAt,
+            aApproval: approval?.approval
+          })
+          written.push({ at, request: claimed.request, requestRow, event: writtenRow(seq, claimed.events[0]!, event) })
+        }
+        if (rows.length === 0) return Effect.void
+        const missed = Effect.sync(() => {
+          skips = afterMiss
+        })
+        const write = Effect.flatMap(q.claimsAtOnce[kind](rows), (result): Effect.Effect<void, Failure> => {
+          if (result[0]?.seq === null || result[0]?.seq === undefined) return missed
+          return Effect.gen(function*() {
+            const last = known.seq + rows.length
+            committed = { seq: last, hash: prevHash }
+            if (notifyChannel === undefined) yield* feed.onCommit(last)
+            for (const { at, event, request, requestRow } of written) {
+              noted(requestRow)
+              exits[at] = Exit.succeed({ _tag: "Claimed", request, events: [event] })
+            }
+          })
+        })
+        const running = Deferred.unsafeMake<void>(fiber.id())
+        atOnceRunning = running
+        // Failed, it wrote nothing, or (its connection lost) may have: either way the transaction
+        // claims them again, and finds a claim it committed no longer pending (at most once).
+        return Effect.catchIf(write, isUndone, () => missed).pipe(
+          Effect.ignore,
+          Effect.ensuring(Effect.sync(() => {
+            atOnceRunning = undefined
+            Deferred.unsafeDone(running, Effect.void)
+          }))
+        )
+      })
+
     const requestByCall = (sessionKey: string, toolCallId: string) =>
       Effect.map(Effect.flatMap(q.requestByCall({ sessionKey, toolCallId }), requestsOf), first)
     const decisionByCall = (sessionKey: string, toolCallId: string) =>
@@ -598,8 +733,7 @@ export const make = (
       PersistenceError.refail(operation)(
         pgReads === undefined
           ? batcher.join(group, input)
-          : Effect.catchAll(pgReads.join(group, input), () =>
-            Batcher.alone(group, input))
+          : Effect.catchAll(pgReads.join(group, input), () => Batcher.alone(group, input))
       )
 
     /**
@@ -615,6 +749,7 @@ export const make = (
     const { claims, newRequests, recordedCalls, spends, unrequestedDecisions } = Merged.make({
       q,
       clock: options.clock,
+      claimsAhead: isSqlite ? undefined : claimsAhead,
       appendEvents,
       appendEach,
       appendRewriting,

@@ -54,6 +54,8 @@ export interface RequestWrite {
   readonly request: RequestEncoded
 }
 
+type ClaimResult = Effect.Effect.Success<ReturnType<Encoded["claimRequest"]>>
+
 export interface ClaimInput {
   readonly requestId: string
   readonly claim: Claim
@@ -63,6 +65,10 @@ export interface ClaimInput {
 export const make = (options: {
   readonly q: Statements.Statements
   readonly clock: "database" | "caller"
+  /** PostgreSQL: the claims of a batch settled before its transaction (`Batcher.Group.ahead`) */
+  readonly claimsAhead?:
+    | ((kind: Claim["_tag"]) => NonNullable<Batcher.Group<ClaimInput, ClaimResult, Failure>["ahead"]>)
+    | undefined
   readonly rows: EntityRows
   readonly appendEvents: (events: ReadonlyArray<EventEncoded>) => Effect.Effect<ReadonlyArray<EventRow>, Failure>
   readonly appendEach: <W extends { readonly events: ReadonlyArray<EventEncoded> }>(
@@ -317,7 +323,6 @@ export const make = (options: {
       })
   }
 
-  type ClaimResult = Effect.Effect.Success<ReturnType<Encoded["claimRequest"]>>
   const refused = (requestId: string) =>
     Effect.map(
       Effect.flatMap(q.requestById({ requestId }), requestsOf),
@@ -333,6 +338,7 @@ export const make = (options: {
    */
   const claimsOf = (kind: Claim["_tag"]): Batcher.Group<ClaimInput, ClaimResult, Failure> => ({
     write: true,
+    ahead: options.claimsAhead?.(kind),
     run: (inputs) =>
       Effect.gen(function*() {
         if (inputs.length === 1) {

@@ -131,6 +131,25 @@ export const requestColumns = (r: RequestRow): RequestColumns => ({
   rRequest: r.request
 })
 
+/**
+ * PostgreSQL: a claim written at once with the others of its batch (`claimsAtOnce`): the request's
+ * text as read (`before`) and as rewritten, its event under the number it takes (`seq`), and the
+ * session approval it grants, if any (`a*`, all undefined else).
+ */
+export interface ClaimAtOnceRow extends EventRow, RequestColumns {
+  readonly before: string
+  readonly claimAt: number
+  readonly seq: number
+  /** the log's last number the statement's numbers follow (the same in every row) */
+  readonly knownSeq: number
+  readonly aId?: string | undefined
+  readonly aSessionKey?: string | undefined
+  readonly aToolName?: string | undefined
+  readonly aRevokedAt?: number | undefined
+  readonly aExpiresAt?: number | undefined
+  readonly aApproval?: string | undefined
+}
+
 export interface DecisionRow extends Record<string, unknown> {
   readonly sessionKey: string
   readonly toolCallId: string
@@ -294,6 +313,60 @@ export const make = (
     } FROM ${taken} RETURNING seq)${also}
       SELECT (SELECT seq FROM inserted) AS seq, 1 / (${whole}) AS whole${notified}`
   }
+  /**
+   * PostgreSQL: the claims of a batch, written together by a statement that is its own transaction
+   * (as `atOnce`): each request rewritten when it still holds the text it was read with and meets
+   * the claim, then, only when every one was and the log's last number is still `knownSeq` and no
+   * transaction holds the writers' lock, their events under the numbers after it and the session
+   * approvals they grant. One row always comes back: `seq`, the last number taken (NULL when nothing
+   * was written); `whole` divides by zero, failing the statement and undoing all of it, when some
+   * requests were rewritten but not all, or all without their events.
+   */
+  const claimsAtOnceWhere = (condition: (at: Statement.Fragment) => Statement.Fragment) =>
+    statementOver<ClaimAtOnceRow>((rows) => {
+      const count = sql.literal(String(rows.length))
+      const taken = sql(nextSeq)
+      const takenAny = sql`EXISTS (SELECT 1 FROM ${taken})`
+      const notified = notifyChannel === undefined
+        ? sql.literal("")
+        : sql`, (SELECT pg_notify(${notifyChannel}, MAX(seq)::text) FROM inserted HAVING COUNT(*) > 0) AS notified`
+      return sql`WITH claimed AS (UPDATE ${requests} SET status = v.column4, expires_at = ${bigint("column5")},
+          warned_at = ${bigint("column6")}, consumed_at = ${bigint("column7")}, request = v.column8
+          FROM (VALUES ${
+        sql.csv(rows.map((r) =>
+          sql`(${r.rRequestId}, ${r.before}, ${r.claimAt}, ${r.rStatus}, ${r.rExpiresAt}, ${r.rWarnedAt}, ${r.rConsumedAt}, ${r.rRequest})`
+        ))
+      }) AS v
+          WHERE request_id = v.column1 AND ${pending} AND request = v.column2 AND ${
+        condition(clockAt(bigint("column3")))
+      }
+          RETURNING request_id),
+        ${taken} AS (UPDATE ${sql(t.eventSeq)} SET last = last + ${count}
+          WHERE last = ${rows[0]!.knownSeq} AND (SELECT COUNT(*) FROM claimed) = ${count}
+            AND pg_try_advisory_xact_lock(${sql.literal(String(lockKey(t.prefix)))})
+          RETURNING last),
+        inserted AS (INSERT INTO ${events} (seq, ${eventColumns})
+          SELECT ${bigint("column1")}, ${bigint("column2")}, v.column3, v.column4, v.column5, v.column6, v.column7,
+            v.column8, v.column9, v.column10, v.column11
+          FROM (VALUES ${
+        sql.csv(rows.map((r) =>
+          sql`(${r.seq}, ${r.at}, ${r.type}, ${r.outcome}, ${r.sessionKey}, ${r.toolCallId}, ${r.toolName}, ${r.requestId}, ${r.event}, ${r.prevHash}, ${r.hash})`
+        ))
+      }) AS v
+          WHERE ${takenAny} RETURNING seq),
+        granted AS (INSERT INTO ${approvals} (id, session_key, tool_name, seq, granted_seq, revoked_at, expires_at, approval)
+          SELECT v.column1, v.column2, v.column3, ${bigint("column4")}, ${bigint("column4")}, ${bigint("column5")},
+            ${bigint("column6")}, v.column7
+          FROM (VALUES ${
+        sql.csv(rows.map((r) =>
+          sql`(${r.aId}, ${r.aSessionKey}, ${r.aToolName}, ${r.seq}, ${r.aRevokedAt}, ${r.aExpiresAt}, ${r.aApproval})`
+        ))
+      }) AS v
+          WHERE v.column1 IS NOT NULL AND ${takenAny})
+        SELECT (SELECT MAX(seq) FROM inserted) AS seq,
+          1 / (CASE WHEN (SELECT COUNT(*) FROM claimed) = ${count} * (SELECT COUNT(*) FROM ${taken}) THEN 1 ELSE 0 END)
+            AS whole${notified}`
+    })
   type RewriteSlots = Slots<RequestColumns & { readonly before: string; readonly claimAt: number }>
   type ClaimSlots = Slots<EventRow & RequestColumns & { readonly before: string; readonly claimAt: number }>
   /**
@@ -539,6 +612,14 @@ export const make = (
 
     /** `claimRewriting`, each as its own transaction (`atOnce`). */
     claimAtOnce: perClaim(claimAtOnceWhere),
+
+    /** The claims of a batch written together, as their own transaction (`claimsAtOnceWhere`). */
+    claimsAtOnce: perClaim(claimsAtOnceWhere),
+
+    /** PostgreSQL: the requests of these ids (one array parameter, so one text for any number). */
+    requestsById: statement<{ requestIds: ReadonlyArray<string> }>((p) =>
+      sql`SELECT request_id, request FROM ${requests} WHERE request_id = ANY(${p.requestIds})`
+    ),
 
     /**
      * Claims a pending request for a transition (the transaction's first write), returning its
