@@ -1,8 +1,10 @@
 /**
  * W7 HTTP approvals (docs/benchmarks.md): the approval server on loopback, in a process of its
  * own, answering pending requests over 16 connections while 8 SSE clients follow the audit stream
- * (bench/load.ts: half replay from the start, half reconnect with Last-Event-ID every 100 events;
- * pending lists are read beside the answers). Figures: answers per second, answer p50/p99, events
+ * (bench/load.ts: half replay from the start, half reconnect with Last-Event-ID every 100 events),
+ * as the workload is defined; then again with 4 more connections reading pending lists, round the
+ * sessions, beside the answers ("pending lists read beside": more than the workload asks, each read
+ * a list of about 80 requests). Figures: answers per second, answer p50/p99, events
  * lost / repeated / out of order (must be 0), the server's CPU ms per answer (from
  * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is:
  * every thread, and the main thread alone, which runs the JavaScript; the rest is mostly the JIT
@@ -16,10 +18,10 @@
  * W7_SSE_ANSWERS answers are then given and every stream must receive every event they make.
  *
  *   bun bench/w7.ts        W7_PENDING=10000 W7_SSE_CLIENTS=1000 W7_SSE_ANSWERS=100 by default; W7_STORES=pg
- *                          (or sqlite) for one store; W7_MEMORY=0 without the memory run; W7_WARMUP=N
- *                          answers under the same load before the measured ones (JIT settled);
- *                          LOAD_READ_CONNECTIONS=0 without the pending reads;
- *                          the load itself as bench/load.ts (LOAD_REQUESTS=2000 ...; LOAD_SERVER_RUNTIME=node:
+ *                          (or sqlite) for one store; W7_MEMORY=0 without the memory run; W7_WARMUP=2000
+ *                          answers under the same load before the 4,000 measured ones (JIT settled);
+ *                          LOAD_READ_CONNECTIONS=N readers in the second run (0: no second run);
+ *                          the load itself as bench/load.ts (LOAD_REQUESTS=4000 ...; LOAD_SERVER_RUNTIME=node:
  *                          the server on Node, as `toolgate serve` runs; its JSON lines say `server`)
  */
 import { ApprovalStore } from "@tool-gate/core"
@@ -38,9 +40,14 @@ const PENDING = Number(process.env.W7_PENDING ?? 10_000)
 const SSE_CLIENTS = Number(process.env.W7_SSE_CLIENTS ?? 1000)
 const SSE_ANSWERS = Number(process.env.W7_SSE_ANSWERS ?? 100)
 const DEADLINE_MS = Number(process.env.LOAD_DEADLINE_S ?? 120) * 1000
-const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 2000)
-/** answers given under the same load before the measured ones, so the server's JIT has settled */
-const WARMUP = Number(process.env.W7_WARMUP ?? 0)
+const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 4000)
+/**
+ * answers given under the same load before the measured ones, so the server's JIT has settled (a
+ * server runs for long; a fresh process compiles its code as it goes)
+ */
+const WARMUP = Number(process.env.W7_WARMUP ?? 2000)
+/** the second run's connections reading pending lists beside the answers (the workload has none) */
+const READ_CONNECTIONS = Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
 
 /** The process's resident set, in MB. */
 const rssMb = (pid: number) => {
@@ -80,7 +87,8 @@ const threadCpuMs = (pid: number): Record<string, number> => {
 const load = async <E>(
   kind: "sqlite" | "pg",
   target: string,
-  storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>
+  storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>,
+  readConnections: number
 ) => {
   const server = await startServer(kind, target, WARMUP + REQUESTS)
   try {
@@ -89,7 +97,7 @@ const load = async <E>(
       token,
       sessions: 50,
       sseClients: Number(process.env.LOAD_SSE_CLIENTS ?? 8),
-      readConnections: Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
+      readConnections
     }
     let afterSeq = server.afterSeq
     if (WARMUP > 0) {
@@ -276,12 +284,20 @@ const memoryAtScale = async (filename: string) => {
 /** W7_STORES=pg (or sqlite) runs that store alone */
 const stores = (process.env.W7_STORES ?? "sqlite,pg").split(",")
 
+/** The workload as it is defined, then with connections reading pending lists beside (none when 0). */
+const variants = [
+  { name: "", readConnections: 0 },
+  ...(READ_CONNECTIONS > 0 ? [{ name: ", pending lists read beside", readConnections: READ_CONNECTIONS }] : [])
+]
+
 if (import.meta.main && stores.includes("sqlite")) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-w7-"))
   try {
-    const filename = join(dir, "load.db")
-    const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }))
-    console.log(JSON.stringify({ workload: "W7 SQLite", server: serverRuntime, ...figures }))
+    for (const [i, { name, readConnections }] of variants.entries()) {
+      const filename = join(dir, `load${i}.db`)
+      const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }), readConnections)
+      console.log(JSON.stringify({ workload: `W7 SQLite${name}`, server: serverRuntime, ...figures }))
+    }
     if (process.env.W7_MEMORY !== "0") {
       const memory = await memoryAtScale(join(dir, "scale.db"))
       console.log(JSON.stringify({ workload: "W7 SQLite memory", server: serverRuntime, ...memory }))
@@ -292,18 +308,21 @@ if (import.meta.main && stores.includes("sqlite")) {
 }
 if (import.meta.main && stores.includes("pg")) {
   const pg = process.env.TOOLGATE_PG_URL
-  if (pg) {
-    const figures = await Effect.runPromise(
-      Effect.scoped(
-        Effect.flatMap(
-          pgSchema(pg),
-          (url) => Effect.promise(() => load("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) })))
+  for (const { name, readConnections } of variants) {
+    if (pg) {
+      const figures = await Effect.runPromise(
+        Effect.scoped(
+          Effect.flatMap(
+            pgSchema(pg),
+            (url) =>
+              Effect.promise(() => load("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) }), readConnections))
+          )
         )
       )
-    )
-    console.log(JSON.stringify({ workload: "W7 PostgreSQL", server: serverRuntime, ...figures }))
-  } else {
-    console.log(JSON.stringify({ workload: "W7 PostgreSQL", skipped: "TOOLGATE_PG_URL not set" }))
+      console.log(JSON.stringify({ workload: `W7 PostgreSQL${name}`, server: serverRuntime, ...figures }))
+    } else {
+      console.log(JSON.stringify({ workload: `W7 PostgreSQL${name}`, skipped: "TOOLGATE_PG_URL not set" }))
+    }
   }
 }
 if (import.meta.main) {
