@@ -274,7 +274,8 @@ export class SessionApprovalNotFound extends Schema.TaggedError<SessionApprovalN
 }
 
 /**
- * The store could not be read or written. Nothing was half-written; the caller may retry.
+ * The store could not be read or written. Nothing was half-written; the caller may retry. Its
+ * message names the store: the checkpoint store's operations name checkpoints.
  *
  * @since 0.1.0
  * @category errors
@@ -286,7 +287,8 @@ export class PersistenceError extends Schema.TaggedError<PersistenceError>()(
 ) {
   override get message(): string {
     const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
-    return `Approval store failed during ${this.operation}: ${detail}`
+    const store = this.operation.includes("checkpoint") ? "Checkpoint" : "Approval"
+    return `${store} store failed during ${this.operation}: ${detail}`
   }
 
   /**

@@ -46,6 +46,20 @@ describe("SqlApprovalStore faults (SQLite)", () => {
       expect((error as PersistenceError).operation).toBe("open")
     }))
 
+  it.live("a file that is not a database: the checkpoint store's PersistenceError names the checkpoint store", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "toolgate.db")
+      writeFileSync(file, "this is not a database ".repeat(512))
+      const error = yield* failure(
+        Effect.scoped(Layer.build(SqlCheckpointStore.layer().pipe(Layer.provide(sqliteClient(file)))))
+      )
+      expect(error).toBeInstanceOf(PersistenceError)
+      expect((error as PersistenceError).operation).toBe("migrate checkpoints")
+      expect((error as PersistenceError).message).toStartWith("Checkpoint store failed during migrate checkpoints: ")
+      const approvals = yield* failure(Effect.scoped(open(storeOver(sqliteClient(file)))))
+      expect((approvals as PersistenceError).message).toStartWith("Approval store failed during open: ")
+    }))
+
   it.live("a database locked by another writer past the busy timeout: PersistenceError, nothing written, retry works", () =>
     Effect.gen(function*() {
       const file = join(yield* tempDir, "toolgate.db")
