@@ -604,11 +604,16 @@ export const make = (
         skips--
         return Effect.succeed(exits)
       }
+      // the first claim of each request, in the batch's order (a later one meets what it leaves, in the transaction)
       const firsts = new Map<string, number>()
-      inputs.forEach((input, i) =>
-        firsts.has(input.requestId) || firsts.set(input.requestId, i)
+      for (let i = 0; i < inputs.length; i++) {
+        if (!firsts.has(inputs[i]!.requestId)) {
+          firsts.set(inputs[i]!.requestId, i)
+        }
+      }
+      const unknown = Array.from(firsts.keys()).filter((requestId) =>
+        !pendingTexts.has(requestId)
       )
-      const unknown = Array.from(firsts.keys()).filter((requestId) => !pendingTexts.has(requestId))
       const settled = Effect.gen(function*() {
         const read = unknown.length === 0 ? [] : yield* q.requestsById({ requestIds: unknown })
         const texts = new Map<string, string>()
