@@ -102,7 +102,7 @@ export interface Options {
 }
 
 /**
- * Opens the store: sets SQLite up (busy timeout, WAL), runs the migrations, and returns the
+ * Opens the store: sets SQLite up (busy timeout, WAL, temporary files in memory), runs the migrations, and returns the
  * service: the typed logic of `ApprovalStore.makeEncoded` over the SQL driver. Needs a `SqlClient`
  * and a `SqlChangeFeed`; the feed's fiber lives in the given scope and runs only while someone is
  * subscribed.
@@ -126,6 +126,10 @@ export const make = (
         Effect.all([
           sql`PRAGMA busy_timeout = ${sql.literal(String(Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))))}`,
           sql`PRAGMA journal_mode = WAL`,
+          // a statement in a transaction journals the pages it rewrites, to be undone alone; past
+          // 64 KiB SQLite spills that journal to a file it creates and deletes, for every batch of
+          // answers (W7): kept in memory, only for the statement's span
+          sql`PRAGMA temp_store = MEMORY`,
           sql`PRAGMA synchronous = ${sql.literal(options.synchronous === "full" ? "FULL" : "NORMAL")}`,
           sql`PRAGMA wal_autocheckpoint = ${
             sql.literal(String(Math.max(1, Math.trunc(options.walAutocheckpointPages ?? 10_000))))
