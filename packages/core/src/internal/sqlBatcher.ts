@@ -181,33 +181,54 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
      * job's exit. `stopOnFailure` (writes, in one transaction): stops at the first failure. Says
      * whether every job succeeded.
      */
-    const runMerged = (jobs: ReadonlyArray<Job>, stopOnFailure: boolean) =>
-      Effect.gen(function*() {
-        let succeeded = true
-        for (let i = 0; i < jobs.length; i++) {
-          const job = jobs[i]!
-          if (job.exit !== undefined) continue
-          const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
-          if (members.length < 2) {
-            job.exit = yield* Effect.exit(bodyOf(job))
-          } else {
-            const exit = yield* Effect.exit(job.group!.run(members.map((member) => member.input)))
-            if (Exit.isSuccess(exit)) {
-              members.forEach((member, k) => member.exit = Exit.succeed(exit.value[k]))
-            } else if (stopOnFailure) {
-              job.exit = exit
-            } else {
-              // a read: each call again alone, so one call's failure stays its own
-              for (const member of members) member.exit = yield* Effect.exit(bodyOf(member))
-            }
-          }
-          if (Exit.isFailure(job.exit!)) {
-            succeeded = false
-            if (stopOnFailure) break
-          }
+    const runMerged = (jobs: ReadonlyArray<Job>, stopOnFailure: boolean): Effect.Effect<boolean> => {
+      // the jobs from `start` on, each continuing the chain when its own has run
+      const from = (start: number, succeeded: boolean): Effect.Effect<boolean> => {
+        let i = start
+        while (i < jobs.length && jobs[i]!.exit !== undefined) i++
+        if (i === jobs.length) return Effect.succeed(succeeded)
+        const job = jobs[i]!
+        const next = (): Effect.Effect<boolean> => {
+          if (Exit.isSuccess(job.exit!)) return from(i + 1, succeeded)
+          return stopOnFailure ? Effect.succeed(false) : from(i + 1, false)
         }
-        return succeeded
-      })
+        const members = job.group === undefined ? [] : jobs.filter((other, j) => j >= i && other.group === job.group)
+        if (members.length < 2) {
+          return Effect.matchCauseEffect(bodyOf(job), {
+            onFailure: (cause) => {
+              job.exit = Exit.failCause(cause)
+              return next()
+            },
+            onSuccess: (value) => {
+              job.exit = Exit.succeed(value)
+              return next()
+            }
+          })
+        }
+        return Effect.matchCauseEffect(job.group!.run(members.map((member) => member.input)), {
+          onFailure: (cause) => {
+            if (stopOnFailure) {
+              job.exit = Exit.failCause(cause)
+              return next()
+            }
+            // a read: each call again alone, so one call's failure stays its own
+            return Effect.flatMap(runEachAlone(members), next)
+          },
+          onSuccess: (values) => {
+            members.forEach((member, k) => member.exit = Exit.succeed(values[k]))
+            return next()
+          }
+        })
+      }
+      return Effect.suspend(() => from(0, true))
+    }
+
+    /** Runs each job's body on its own, one after another; sets each job's exit. */
+    const runEachAlone = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+      Effect.forEach(jobs, (job) =>
+        Effect.map(Effect.exit(bodyOf(job)), (exit) => {
+          job.exit = exit
+        }), { discard: true })
 
     /** The writes `ahead` does not settle, the others' exits set (all, when their group has none). */
     const settledAhead = (writes: ReadonlyArray<Job>): Effect.Effect<ReadonlyArray<Job>> => {
@@ -229,41 +250,54 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
      * Runs `writes` in one transaction, after what their group settles `ahead`; sets each job's
      * exit. `false`: the transaction's `BEGIN` failed, so none of the others ran.
      */
-    const runWrites = (conn: Connection, all: ReadonlyArray<Job>, tryAhead = true): Effect.Effect<boolean> =>
-      Effect.gen(function*() {
-        if (statementAlone(all)) {
-          // one statement is all-or-nothing: when a merged one fails, each call runs alone
-          if (!(yield* runMerged(all, true)) && all.length > 1) {
-            for (const job of all) job.exit = yield* Effect.exit(bodyOf(job))
-          }
-          return true
-        }
-        const writes = tryAhead ? yield* settledAhead(all) : all
-        if (writes.length === 0) return true
-        const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
-        const begun = yield* Effect.exit(beginOn(conn))
+    const runWrites = (conn: Connection, all: ReadonlyArray<Job>, tryAhead = true): Effect.Effect<boolean> => {
+      if (statementAlone(all)) {
+        // one statement is all-or-nothing: when a merged one fails, each call runs alone
+        return Effect.flatMap(
+          runMerged(all, true),
+          (ran) => ran || all.length === 1 ? Effect.succeed(true) : Effect.as(runEachAlone(all), true)
+        )
+      }
+      const transacted = (writes: ReadonlyArray<Job>) =>
+        writes.length === 0 ? Effect.succeed(true) : transact(conn, writes)
+      return tryAhead ? Effect.flatMap(settledAhead(all), transacted) : transacted(all)
+    }
+
+    /** Runs `writes` in one transaction; sets each job's exit. `false`: its `BEGIN` failed. */
+    const transact = (conn: Connection, writes: ReadonlyArray<Job>): Effect.Effect<boolean> => {
+      const rollback = Effect.ignore(statement(conn, "ROLLBACK"))
+      return Effect.flatMap(Effect.exit(beginOn(conn)), (begun) => {
         if (Exit.isFailure(begun)) {
-          yield* rollback
-          for (const job of writes) job.exit = begun
-          return false
+          return Effect.map(rollback, () => {
+            for (const job of writes) job.exit = begun
+            return false
+          })
         }
-        const ran = yield* runMerged(writes, true)
-        if (!ran) {
-          yield* rollback
-          if (writes.length === 1) return true
-          for (const job of writes) {
-            job.exit = undefined
-            yield* runWrites(conn, [job], false)
+        return Effect.flatMap(runMerged(writes, true), (ran) => {
+          if (!ran) {
+            if (writes.length === 1) return Effect.as(rollback, true)
+            return Effect.zipRight(
+              rollback,
+              Effect.as(
+                Effect.forEach(writes, (job) =>
+                  Effect.suspend(() => {
+                    job.exit = undefined
+                    return runWrites(conn, [job], false)
+                  }), { discard: true }),
+                true
+              )
+            )
           }
-          return true
-        }
-        const committed = yield* Effect.exit(statement(conn, "COMMIT"))
-        if (Exit.isFailure(committed)) {
-          yield* rollback
-          for (const job of writes) job.exit = committed
-        }
-        return true
+          return Effect.flatMap(Effect.exit(statement(conn, "COMMIT")), (committed) =>
+            Exit.isSuccess(committed) ? Effect.succeed(true) : Effect.map(rollback, () => {
+              for (const job of writes) {
+                job.exit = committed
+              }
+              return true
+            }))
+        })
       })
+    }
 
     /**
      * Runs a batch on `conn` (reads first, then writes in one transaction); sets every job's exit.
@@ -279,11 +313,18 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
             return true
           })
       }
-      return Effect.gen(function*() {
-        yield* runMerged(jobs.filter((job) => !job.write), false)
-        const writes = jobs.filter((job) => job.write)
-        return writes.length === 0 || (yield* runWrites(conn, writes))
-      })
+      return Effect.flatMap(
+        runMerged(
+          jobs.filter((job) =>
+            !job.write
+          ),
+          false
+        ),
+        () => {
+          const writes = jobs.filter((job) => job.write)
+          return writes.length === 0 ? Effect.succeed(true) : runWrites(conn, writes)
+        }
+      )
     }
 
     const failAll = (jobs: ReadonlyArray<Job>, exit: Exit.Exit<unknown, SqlError>) => {
@@ -394,28 +435,26 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       else busy = false
     })
 
-    yield* Effect.gen(function*() {
-      while (true) {
-        yield* Queue.take(signal)
-        while (true) {
-          const batch = yield* nextBatch
-          if (batch.length === 0) {
-            yield* handOff
-            break
+    /** The worker's batches, one after another, until none is queued. */
+    const drain: Effect.Effect<void> = Effect.flatMap(nextBatch, (batch) =>
+      batch.length === 0 ? handOff : Effect.zipRight(
+        Effect.uninterruptible(runBatch(batch)),
+        Effect.suspend(() => {
+          for (const job of batch) {
+            settle(job, job.exit!)
           }
-          yield* Effect.uninterruptible(runBatch(batch))
-          yield* Effect.sync(() => {
-            for (const job of batch) settle(job, job.exit!)
-          })
-        }
-      }
-    }).pipe(Effect.forkScoped, Effect.interruptible)
+          return drain
+        })
+      ))
+    yield* Effect.forever(Effect.zipRight(Queue.take(signal), drain)).pipe(Effect.forkScoped, Effect.interruptible)
 
     yield* Effect.addFinalizer(() =>
       Effect.fiberIdWith((id) =>
         Effect.sync(() => {
           closed = true
-          for (const job of pending.splice(0)) settle(job, Exit.interrupt(id))
+          for (const job of pending.splice(0)) {
+            settle(job, Exit.interrupt(id))
+          }
         })
       )
     )
@@ -423,7 +462,9 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
     /** Runs `job` at once on the caller's fiber, then hands the queue (if any) to the worker. */
     const runAlone = (job: Job) =>
       Effect.uninterruptible(Effect.zipRight(runBatch([job]), handOff)).pipe(
-        Effect.zipRight(Effect.suspend(() => job.exit!))
+        Effect.zipRight(Effect.suspend(() =>
+          job.exit!
+        ))
       )
 
     /**
@@ -435,21 +476,30 @@ export const make = (options: Options): Effect.Effect<Batcher, never, Scope.Scop
       Effect.suspend(() => {
         const queued = pending.length
         return Effect.flatMap(Effect.yieldNow(), () => {
-          if (pending.length >= maxBatch) return Effect.void
-          if (pending.length > queued) return gatherFrom(0)
+          if (pending.length >= maxBatch) {
+            return Effect.void
+          }
+          if (pending.length > queued) {
+            return gatherFrom(0)
+          }
           return idle === 0 ? gatherFrom(1) : Effect.void
         })
       })
     const gather = options.synchronous ? gatherFrom(0) : Effect.yieldNow()
 
     /** The leader after its yields: runs the first batch (its own job first) on its own fiber. */
-    const runQueued = Effect.uninterruptible(Effect.gen(function*() {
-      const batch = yield* nextBatch
-      yield* runBatch(batch)
-      yield* handOff
-      for (let i = 1; i < batch.length; i++) settle(batch[i]!, batch[i]!.exit!)
-      return batch[0]!
-    })).pipe(Effect.flatMap((leader) => leader.exit!))
+    const runQueued = Effect.uninterruptible(Effect.flatMap(nextBatch, (batch) =>
+      Effect.zipRight(
+        runBatch(batch),
+        Effect.map(handOff, () => {
+          for (let i = 1; i < batch.length; i++) {
+            settle(batch[i]!, batch[i]!.exit!)
+          }
+          return batch[0]!
+        })
+      ))).pipe(Effect.flatMap((leader) =>
+        leader.exit!
+      ))
 
     const submit = <A, E>(
       write: boolean,

@@ -4,7 +4,7 @@
  * again returns the first resolution, a conflicting one is refused.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Clock, Effect, Either, Option, Schema } from "effect"
+import { Context, Effect, Either, Option, Schema } from "effect"
 import * as ApprovalRequest from "../../ApprovalRequest.js"
 import type { ApprovalStore, NewSessionApproval } from "../../ApprovalStore.js"
 import * as AuditEvent from "../../AuditEvent.js"
@@ -153,28 +153,35 @@ export const make = (
     requestId: ApprovalRequest.RequestId,
     response: ApprovalRequest.ApprovalResponse
   ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const result = yield* store.answer(requestId, now, (request) => {
+    Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const answered = store.answer(requestId, now, (request) => {
         const { grant, resolution } = resolutionFor(policy, request, response, now)
         return { resolution, event: AuditEvent.approvalResolved(request, resolution), grant }
       })
-      switch (result._tag) {
-        case "NotFound":
-          return yield* new RequestNotFound({ requestId })
-        case "NotPending":
-          return yield* settleRepeat(result.request, response)
-        case "Overdue":
-        case "NotDue":
-          return yield* refuseOverdue(result.request, now)
-        case "Resolved":
-          if (result.grant !== undefined) yield* projection.project([result.grant])
-          yield* Observe.answered(result.request)
-          if (Option.isNone(yield* Effect.serviceOption(SqlClient.TransactionConnection))) {
-            options.answered(result.request)
+      return Effect.flatMap(answered, (result): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> => {
+        switch (result._tag) {
+          case "NotFound":
+            return Effect.fail(new RequestNotFound({ requestId }))
+          case "NotPending":
+            return settleRepeat(result.request, response)
+          case "Overdue":
+          case "NotDue":
+            return refuseOverdue(result.request, now)
+          case "Resolved": {
+            const observed = Effect.zipRight(
+              Observe.answered(result.request),
+              Effect.contextWith((context: Context.Context<never>) => {
+                if (Option.isNone(Context.getOption(context, SqlClient.TransactionConnection))) {
+                  options.answered(result.request)
+                }
+                return result.request
+              })
+            )
+            return result.grant === undefined ? observed : Effect.zipRight(projection.project([result.grant]), observed)
           }
-          return result.request
-      }
+        }
+      })
     })
 
   /** `respond`: the input is decoded once, here at the edge; everything after works on the typed answer. */

@@ -148,10 +148,10 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       refusal: "Overdue" | "NotDue" | "NotPending",
       step: (request: ApprovalRequest) => Step
     ): Effect.Effect<ResolveResult, PersistenceError> =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         // the grant of the transition that ran last: a merged batch that fails runs each call again
         let granted: SessionApproval | undefined
-        const result = yield* driver.claimRequest(operation, requestId, claim, (before) =>
+        const claimed = driver.claimRequest(operation, requestId, claim, (before) =>
           Either.flatMap(codecs.request.decode(before), (request) => {
             const { event, grant, next } = step(request)
             return Either.flatMap(codecs.event.encode(event), (encoded) =>
@@ -167,22 +167,29 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
                 }
               }))
           }))
-        if (result._tag === "Claimed") {
-          yield* hint(result.events)
-          return {
-            _tag: "Resolved",
-            request: yield* decode(operation, codecs.request)(result.request),
-            event: written(result.events)[0]!,
-            ...(granted !== undefined ? { grant: granted } : {})
-          } as const
-        }
-        if (Option.isNone(result.current)) {
-          return { _tag: "NotFound" } as const
-        }
-        const current = yield* decode(operation, codecs.request)(result.current.value)
-        return current.status === "pending" && refusal !== "NotPending"
-          ? { _tag: refusal, request: current }
-          : { _tag: "NotPending", request: current }
+        return Effect.flatMap(claimed, (result): Effect.Effect<ResolveResult, PersistenceError> => {
+          if (result._tag === "Claimed") {
+            return Effect.zipRight(
+              hint(result.events),
+              Effect.map(decode(operation, codecs.request)(result.request), (request) => ({
+                _tag: "Resolved",
+                request,
+                event: written(result.events)[0]!,
+                ...(granted !== undefined ? { grant: granted } : {})
+              } as const))
+            )
+          }
+          if (Option.isNone(result.current)) {
+            return Effect.succeed({ _tag: "NotFound" } as const)
+          }
+          return Effect.map(
+            decode(operation, codecs.request)(result.current.value),
+            (current) =>
+              current.status === "pending" && refusal !== "NotPending"
+                ? { _tag: refusal, request: current }
+                : { _tag: "NotPending", request: current }
+          )
+        })
       })
 
     const store: Service = {

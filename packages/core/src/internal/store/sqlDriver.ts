@@ -263,15 +263,16 @@ export const make = (
     const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
     /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
-      events.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
-        const after = yield* headNow
+      events.length === 0 ? Effect.succeed([]) : Effect.flatMap(headNow, (after) => {
         const rows = chainedRows(events, after)
         // numbered in insertion order (RETURNING's row order is not promised)
-        const seqs = yield* Effect.flatMap(rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows), seqsOf)
-        after.hash = rows[rows.length - 1]!.hash
-        after.seq = seqs[seqs.length - 1]!
-        if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
-        return events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
+        const inserted = rows.length === 1 ? q.insertEvent(rows[0]!) : q.insertEvents(rows)
+        return Effect.flatMap(Effect.flatMap(inserted, seqsOf), (seqs) => {
+          after.hash = rows[rows.length - 1]!.hash
+          after.seq = seqs[seqs.length - 1]!
+          const written = events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
+          return notifyChannel === undefined ? Effect.as(feed.onCommit(after.seq), written) : Effect.succeed(written)
+        })
       })
 
     /** The events of several writes in one insert; each write's own rows back, in order. */

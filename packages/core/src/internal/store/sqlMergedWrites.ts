@@ -339,46 +339,7 @@ export const make = (options: {
   const claimsOf = (kind: Claim["_tag"]): Batcher.Group<ClaimInput, ClaimResult, Failure> => ({
     write: true,
     ahead: options.claimsAhead?.(kind),
-    run: (inputs) =>
-      Effect.gen(function*() {
-        if (inputs.length === 1) {
-          const input = inputs[0]!
-          const known = yield* options.claimKnown(input)
-          const made = Option.isSome(known) ? known.value : yield* claimAlone(input)
-          if (made === undefined) return [yield* refused(input.requestId)]
-          const { claimed, events: rows } = made
-          if (claimed.grant !== undefined) {
-            yield* q.insertApproval(approvalRow(yield* fromEither(claimed.grant(numbersOf(rows)))))
-          }
-          return [{ _tag: "Claimed", request: claimed.request, events: rows }]
-        }
-        const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-        const claimedRows = yield* q.claimMany[kind](
-          Array.from(
-            firsts,
-            (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 })
-          )
-        )
-        const befores = yield* requestsOf(claimedRows)
-        const beforeOf = new Map(claimedRows.map((row, i) => [row.request_id, befores[i]!]))
-        const claimed: Array<Transition & { readonly input: ClaimInput }> = []
-        for (const input of inputs) {
-          const before = firsts.has(input) ? beforeOf.get(input.requestId) : undefined
-          if (before !== undefined) claimed.push({ input, ...(yield* fromEither(input.transition(before))) })
-        }
-        const rowsOf = yield* appendRewriting(claimed)
-        const afters = new Map<ClaimInput, ClaimResult>()
-        const grants: Array<ApprovalEncoded> = []
-        for (const [{ grant, input, request }, events] of rowsOf) {
-          afters.set(input, { _tag: "Claimed", request, events })
-          if (grant !== undefined) grants.push(yield* fromEither(grant(numbersOf(events))))
-        }
-        if (grants.length > 0) yield* q.insertApprovals(grants.map(approvalRow))
-        return yield* Effect.forEach(inputs, (input) => {
-          const after = afters.get(input)
-          return after === undefined ? refused(input.requestId) : Effect.succeed(after)
-        })
-      })
+    run: (inputs) => inputs.length === 1 ? claimOne(inputs[0]!) : claimMany(kind, inputs)
   })
   const claims = {
     Unwarned: claimsOf("Unwarned"),
@@ -386,13 +347,69 @@ export const make = (options: {
     PastDeadline: claimsOf("PastDeadline")
   }
 
+  /** A batch's one claim: folded into its write when this process knows the row, else on its own statement. */
+  const claimOne = (input: ClaimInput): Effect.Effect<ReadonlyArray<ClaimResult>, Failure> =>
+    Effect.flatMap(
+      options.claimKnown(input),
+      (known) =>
+        Effect.flatMap(Option.isSome(known) ? Effect.succeed(known.value) : claimAlone(input), (made) => {
+          if (made === undefined) return Effect.map(refused(input.requestId), (result) => [result])
+          const { claimed, events: rows } = made
+          const results: ReadonlyArray<ClaimResult> = [{ _tag: "Claimed", request: claimed.request, events: rows }]
+          return claimed.grant === undefined ? Effect.succeed(results) : Effect.as(
+            Effect.flatMap(fromEither(claimed.grant(numbersOf(rows))), (grant) => q.insertApproval(approvalRow(grant))),
+            results
+          )
+        })
+    )
+
+  /** A batch's claims of one kind in one statement, their events in one insert, their grants in another. */
+  const claimMany = (
+    kind: Claim["_tag"],
+    inputs: ReadonlyArray<ClaimInput>
+  ): Effect.Effect<ReadonlyArray<ClaimResult>, Failure> => {
+    const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
+    const claimedRows = q.claimMany[kind](
+      Array.from(firsts, (input) => ({ requestId: input.requestId, at: "at" in input.claim ? input.claim.at : 0 }))
+    )
+    return Effect.flatMap(claimedRows, (rows) =>
+      Effect.flatMap(requestsOf(rows), (befores) => {
+        const beforeOf = new Map(rows.map((row, i) => [row.request_id, befores[i]!]))
+        const claimed: Array<Transition & { readonly input: ClaimInput }> = []
+        for (const input of inputs) {
+          const before = firsts.has(input) ? beforeOf.get(input.requestId) : undefined
+          if (before === undefined) continue
+          const transition = input.transition(before)
+          if (Either.isLeft(transition)) return Effect.fail(transition.left)
+          claimed.push({ input, ...transition.right })
+        }
+        return Effect.flatMap(appendRewriting(claimed), (rowsOf) => {
+          const afters = new Map<ClaimInput, ClaimResult>()
+          const grants: Array<ApprovalEncoded> = []
+          for (const [{ grant, input, request }, events] of rowsOf) {
+            afters.set(input, { _tag: "Claimed", request, events })
+            if (grant === undefined) continue
+            const encoded = grant(numbersOf(events))
+            if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
+            grants.push(encoded.right)
+          }
+          const results = Effect.forEach(inputs, (input) => {
+            const after = afters.get(input)
+            return after === undefined ? refused(input.requestId) : Effect.succeed(after)
+          })
+          return grants.length === 0 ? results : Effect.zipRight(q.insertApprovals(grants.map(approvalRow)), results)
+        })
+      }))
+  }
+
   /** One claim on its own statement, then its transition written; `undefined` when refused. */
   const claimAlone = ({ claim, requestId, transition }: ClaimInput) =>
-    Effect.gen(function*() {
-      const [before] = yield* Effect.flatMap(claimOf(requestId, claim), requestsOf)
-      if (before === undefined) return undefined
-      const claimed = yield* fromEither(transition(before))
-      return { claimed, events: (yield* appendRewriting([claimed])).get(claimed)! }
+    Effect.flatMap(Effect.flatMap(claimOf(requestId, claim), requestsOf), ([before]) => {
+      if (before === undefined) return Effect.succeed(undefined)
+      return Effect.flatMap(
+        fromEither(transition(before)),
+        (claimed) => Effect.map(appendRewriting([claimed]), (rowsOf) => ({ claimed, events: rowsOf.get(claimed)! }))
+      )
     })
 
   const claimOf = (requestId: string, claim: Claim) =>
