@@ -101,6 +101,10 @@ const targets: Record<string, ReadonlyArray<Target>> = {
   // checked for what must hold on every run
   "W7 SQLite, pending lists read beside": loadTargets,
   "W7 PostgreSQL, pending lists read beside": loadTargets,
+  // as defined, on a server that has answered 20,000 before (its JIT settled): reported, the goal
+  // judged on the run above
+  "W7 SQLite, after 20000 answers": loadTargets,
+  "W7 PostgreSQL, after 20000 answers": loadTargets,
   "W7 SQLite memory": [
     { figure: "sseLostEvents", op: "==", value: 0 },
     { figure: "sseDuplicateEvents", op: "==", value: 0 }

@@ -4,7 +4,8 @@
  * (bench/load.ts: half replay from the start, half reconnect with Last-Event-ID every 100 events),
  * as the workload is defined; then again with 4 more connections reading pending lists, round the
  * sessions, beside the answers ("pending lists read beside": more than the workload asks, each read
- * a list of about 80 requests). Figures: answers per second, answer p50/p99, events
+ * a list of about 80 requests); then as defined again on a server that has answered 20,000 before
+ * ("after 20000 answers": its JIT has compiled what the answers run). Figures: answers per second, answer p50/p99, events
  * lost / repeated / out of order (must be 0), the server's CPU ms per answer (from
  * /proc/<pid>/stat, so a figure taken on a busy machine still says how much work an answer is:
  * every thread, and the main thread alone, which runs the JavaScript; the rest is mostly the JIT
@@ -19,8 +20,10 @@
  *
  *   bun bench/w7.ts        W7_PENDING=10000 W7_SSE_CLIENTS=1000 W7_SSE_ANSWERS=100 by default; W7_STORES=pg
  *                          (or sqlite) for one store; W7_MEMORY=0 without the memory run; W7_WARMUP=2000
- *                          answers under the same load before the 4,000 measured ones (JIT settled);
- *                          LOAD_READ_CONNECTIONS=N readers in the second run (0: no second run);
+ *                          answers under the same load before the 4,000 measured ones (the JIT's first
+ *                          compiles done); LOAD_READ_CONNECTIONS=N readers in the second run (0: no
+ *                          second run); W7_SETTLED_WARMUP=20000 answers before the last run's (0: no
+ *                          last run);
  *                          the load itself as bench/load.ts (LOAD_REQUESTS=4000 ...; LOAD_SERVER_RUNTIME=node:
  *                          the server on Node, as `toolgate serve` runs; its JSON lines say `server`)
  */
@@ -46,6 +49,13 @@ const REQUESTS = Number(process.env.LOAD_REQUESTS ?? 4000)
  * server runs for long; a fresh process compiles its code as it goes)
  */
 const WARMUP = Number(process.env.W7_WARMUP ?? 2000)
+/**
+ * The last run's warm-up: a server that has answered this many, under the same load, before the
+ * 4,000 measured (0: no such run). After 2,000 the JIT's thread still compiles about 0.2 ms of CPU
+ * per answer, as functions reach its top tier one after another; a server that runs for long has
+ * compiled them all.
+ */
+const SETTLED_WARMUP = Number(process.env.W7_SETTLED_WARMUP ?? 20_000)
 /** the second run's connections reading pending lists beside the answers (the workload has none) */
 const READ_CONNECTIONS = Number(process.env.LOAD_READ_CONNECTIONS ?? 4)
 
@@ -88,9 +98,10 @@ const load = async <E>(
   kind: "sqlite" | "pg",
   target: string,
   storeLayer: Layer.Layer<ApprovalStore.ApprovalStore, E>,
-  readConnections: number
+  readConnections: number,
+  warmup = WARMUP
 ) => {
-  const server = await startServer(kind, target, WARMUP + REQUESTS)
+  const server = await startServer(kind, target, warmup + REQUESTS)
   try {
     const options = {
       ...server,
@@ -100,12 +111,12 @@ const load = async <E>(
       readConnections
     }
     let afterSeq = server.afterSeq
-    if (WARMUP > 0) {
-      const warmup = await Effect.runPromise(
-        runLoad({ ...options, requestIds: server.requestIds.slice(0, WARMUP) }).pipe(Effect.provide(storeLayer))
+    if (warmup > 0) {
+      const warmed = await Effect.runPromise(
+        runLoad({ ...options, requestIds: server.requestIds.slice(0, warmup) }).pipe(Effect.provide(storeLayer))
       )
-      if (!warmup.answeredExactlyOnce || warmup.lostEvents + warmup.duplicateEvents + warmup.errors > 0) {
-        throw new Error(`the warm-up went wrong: ${JSON.stringify(warmup)}`)
+      if (!warmed.answeredExactlyOnce || warmed.lostEvents + warmed.duplicateEvents + warmed.errors > 0) {
+        throw new Error(`the warm-up went wrong: ${JSON.stringify(warmed)}`)
       }
       afterSeq = await Effect.runPromise(
         Effect.flatMap(ApprovalStore.ApprovalStore, (store) => store.lastSeq).pipe(Effect.provide(storeLayer))
@@ -117,10 +128,10 @@ const load = async <E>(
     const figures = await Effect.runPromise(
       runLoad({
         ...options,
-        requestIds: server.requestIds.slice(WARMUP),
+        requestIds: server.requestIds.slice(warmup),
         afterSeq,
         // the replaying clients replay as many events as without a warm-up: the measured requests' creation
-        replayAfterSeq: Math.max(0, afterSeq - Math.round(server.afterSeq * REQUESTS / (WARMUP + REQUESTS)))
+        replayAfterSeq: Math.max(0, afterSeq - Math.round(server.afterSeq * REQUESTS / (warmup + REQUESTS)))
       }).pipe(
         Effect.provide(storeLayer)
       )
@@ -284,18 +295,26 @@ const memoryAtScale = async (filename: string) => {
 /** W7_STORES=pg (or sqlite) runs that store alone */
 const stores = (process.env.W7_STORES ?? "sqlite,pg").split(",")
 
-/** The workload as it is defined, then with connections reading pending lists beside (none when 0). */
+/**
+ * The workload as it is defined, then with connections reading pending lists beside (none when 0),
+ * then as defined on a server that has run for long (none when 0).
+ */
 const variants = [
-  { name: "", readConnections: 0 },
-  ...(READ_CONNECTIONS > 0 ? [{ name: ", pending lists read beside", readConnections: READ_CONNECTIONS }] : [])
+  { name: "", readConnections: 0, warmup: WARMUP },
+  ...(READ_CONNECTIONS > 0
+    ? [{ name: ", pending lists read beside", readConnections: READ_CONNECTIONS, warmup: WARMUP }]
+    : []),
+  ...(SETTLED_WARMUP > 0
+    ? [{ name: `, after ${SETTLED_WARMUP} answers`, readConnections: 0, warmup: SETTLED_WARMUP }]
+    : [])
 ]
 
 if (import.meta.main && stores.includes("sqlite")) {
   const dir = mkdtempSync(join(tmpdir(), "toolgate-w7-"))
   try {
-    for (const [i, { name, readConnections }] of variants.entries()) {
+    for (const [i, { name, readConnections, warmup }] of variants.entries()) {
       const filename = join(dir, `load${i}.db`)
-      const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }), readConnections)
+      const figures = await load("sqlite", filename, ToolGateSqlite.layerStore({ filename }), readConnections, warmup)
       console.log(JSON.stringify({ workload: `W7 SQLite${name}`, server: serverRuntime, ...figures }))
     }
     if (process.env.W7_MEMORY !== "0") {
@@ -308,14 +327,16 @@ if (import.meta.main && stores.includes("sqlite")) {
 }
 if (import.meta.main && stores.includes("pg")) {
   const pg = process.env.TOOLGATE_PG_URL
-  for (const { name, readConnections } of variants) {
+  for (const { name, readConnections, warmup } of variants) {
     if (pg) {
       const figures = await Effect.runPromise(
         Effect.scoped(
           Effect.flatMap(
             pgSchema(pg),
             (url) =>
-              Effect.promise(() => load("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) }), readConnections))
+              Effect.promise(() =>
+                load("pg", url, ToolGatePg.layerStore({ url: Redacted.make(url) }), readConnections, warmup)
+              )
           )
         )
       )
