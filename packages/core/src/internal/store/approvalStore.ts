@@ -5,6 +5,7 @@ import type {
   ApprovalEncoded,
   Claim,
   Continue,
+  CreateResult,
   Encoded,
   NewSessionApproval,
   Recorded,
@@ -80,8 +81,6 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       }
       return Either.right(out)
     }
-    const encodeEvents = (operation: string, events: ReadonlyArray<UnsequencedEvent>) =>
-      Effect.suspend(() => encodeEventsSync(operation, events))
     /**
      * The written events, numbered: the rows a driver returns for a write are made of the values
      * the store encoded (and so checked), with their numbers.
@@ -215,14 +214,19 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       },
 
       createRequest: (request, event, shadow) =>
-        Effect.gen(function*() {
+        Effect.suspend(() => {
           const events = shadow === undefined ? [event] : [event, { ...shadow, requestId: request.requestId }]
           const call = request.toolCall
           const digest = argsDigest(call.args)
-          const encoded = yield* encodeEvents("createRequest", events)
-          const result = yield* driver.insertRequest(
-            yield* encode("createRequest", codecs.request, request),
-            encoded,
+          const encoded = encodeEventsSync("createRequest", events)
+          if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
+          const requestEncoded = codecs.request.encode(request)
+          if (Either.isLeft(requestEncoded)) {
+            return Effect.fail(new PersistenceError({ operation: "createRequest", cause: requestEncoded.left }))
+          }
+          const inserted = driver.insertRequest(
+            requestEncoded.right,
+            encoded.right,
             // the driver judged activity on the store's clock; `covers` judges scope and arguments
             (active) => {
               for (let i = 0; i < active.length; i++) {
@@ -234,21 +238,34 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
             },
             digest
           )
-          switch (result._tag) {
-            case "Inserted": {
-              yield* hint(result.events)
-              const [requested, shadowed] = written(result.events)
-              return shadowed === undefined
-                ? { _tag: "Created", request, event: requested! }
-                : { _tag: "Created", request, event: requested!, shadow: shadowed }
+          return Effect.flatMap(inserted, (result): Effect.Effect<CreateResult, PersistenceError> => {
+            switch (result._tag) {
+              case "Inserted": {
+                notify(result.events)
+                const [requested, shadowed] = written(result.events)
+                return Effect.succeed(
+                  shadowed === undefined
+                    ? { _tag: "Created", request, event: requested! }
+                    : { _tag: "Created", request, event: requested!, shadow: shadowed }
+                )
+              }
+              case "Existing":
+                return Effect.map(
+                  decode("createRequest", codecs.request)(result.request),
+                  (existing) => ({ _tag: "Existing", request: existing })
+                )
+              case "Decided":
+                return Effect.map(
+                  decode("createRequest", codecs.decision)(result.decision),
+                  (decision) => ({ _tag: "Decided", decision })
+                )
+              case "Covered":
+                return Effect.map(
+                  decode("createRequest", codecs.approval)(result.grant),
+                  (grant) => ({ _tag: "Covered", grant })
+                )
             }
-            case "Existing":
-              return { _tag: "Existing", request: yield* decode("createRequest", codecs.request)(result.request) }
-            case "Decided":
-              return { _tag: "Decided", decision: yield* decode("createRequest", codecs.decision)(result.decision) }
-            case "Covered":
-              return { _tag: "Covered", grant: yield* decode("createRequest", codecs.approval)(result.grant) }
-          }
+          })
         }),
 
       resolve: (requestId, resolution, event, grant) => {
@@ -290,14 +307,15 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
         ),
 
       consume: (requestId, at, event) =>
-        Effect.gen(function*() {
-          const rows = yield* driver.consume(
-            requestId,
-            at,
-            event === undefined ? [] : [yield* encode("consume", codecs.event, event)]
-          )
-          yield* hint(rows)
-          return rows !== undefined
+        Effect.suspend(() => {
+          const consumed = (events: ReadonlyArray<Codecs.EventEncoded>) =>
+            Effect.map(driver.consume(requestId, at, events), (rows) => {
+              notify(rows)
+              return rows !== undefined
+            })
+          return event === undefined
+            ? consumed([])
+            : Effect.flatMap(encode("consume", codecs.event, event), (encoded) => consumed([encoded]))
         }),
 
       getRequest: (requestId) =>

@@ -315,21 +315,24 @@ export const make = (
       ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>,
       writes: ReadonlyArray<W>
     ) =>
-      Effect.gen(function*() {
-        const after = yield* headNow
+      Effect.flatMap(headNow, (after) => {
         const events = chainedRows(writes.map((write) => write.events[0]!), after)
-        const rows = yield* statement(writes.map((write, i) => ({
+        const written = statement(writes.map((write, i) => ({
           ...events[i]!,
           ...Statements.requestColumns(requestRowOf(write.request))
         })))
-        after.hash = events[events.length - 1]!.hash
-        const seqs = yield* seqsOf(rows)
-        after.seq = seqs[seqs.length - 1]!
-        if (notifyChannel === undefined) yield* feed.onCommit(seqs[seqs.length - 1]!)
-        const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
-          writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
-        )
-        return { rows, rowsOf }
+        return Effect.flatMap(written, (rows) => {
+          after.hash = events[events.length - 1]!.hash
+          return Effect.flatMap(seqsOf(rows), (seqs) => {
+            after.seq = seqs[seqs.length - 1]!
+            const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
+              writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
+            )
+            return notifyChannel === undefined
+              ? Effect.as(feed.onCommit(after.seq), { rows, rowsOf })
+              : Effect.succeed({ rows, rowsOf })
+          })
+        })
       })
 
     /**
@@ -363,14 +366,14 @@ export const make = (
           numberedWithRequests(q.insertRequestsNumbered, writes),
           ({ rows, rowsOf }) => Number(rows[0]?.also_rows) === writes.length ? Option.some(rowsOf) : Option.none()
         )
-        : Effect.gen(function*() {
-          const rowsOf = yield* appendEach(writes)
-          const inserted = yield* q.insertRequests(writes.map((write) => ({
-            ...requestRowOf(write.request),
-            requestedSeq: rowsOf.get(write)![0]!.seq
-          })))
-          return inserted.length === writes.length ? Option.some(rowsOf) : Option.none()
-        })
+        : Effect.flatMap(appendEach(writes), (rowsOf) =>
+          Effect.map(
+            q.insertRequests(writes.map((write) => ({
+              ...requestRowOf(write.request),
+              requestedSeq: rowsOf.get(write)![0]!.seq
+            }))),
+            (inserted) => inserted.length === writes.length ? Option.some(rowsOf) : Option.none()
+          ))
 
     /**
      * PostgreSQL: a statement writing one event (numbered and chained) beside a request's row when
@@ -385,18 +388,26 @@ export const make = (
       request: RequestEncoded,
       params: P
     ) =>
-      Effect.gen(function*() {
-        const after = yield* headNow
+      Effect.flatMap(headNow, (after) => {
         const row = chainedRows([event], after)[0]!
         const requestRow = entityRows.requestRow(request)
-        const rows = yield* statement({ ...row, ...Statements.requestColumns(requestRow), ...params })
-        if (rows.length === 0) return Option.none()
-        after.hash = row.hash
-        const [seq] = yield* seqsOf(rows)
-        after.seq = seq!
-        if (notifyChannel === undefined) yield* feed.onCommit(seq!)
-        noted(requestRow)
-        return Option.some({ rows, events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>, requestRow })
+        const written = statement({ ...row, ...Statements.requestColumns(requestRow), ...params })
+        return Effect.flatMap(written, (rows) => {
+          if (rows.length === 0) return Effect.succeedNone
+          after.hash = row.hash
+          return Effect.flatMap(seqsOf(rows), ([seq]) => {
+            after.seq = seq!
+            const done = () => {
+              noted(requestRow)
+              return Option.some({
+                rows,
+                events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>,
+                requestRow
+              })
+            }
+            return notifyChannel === undefined ? Effect.map(feed.onCommit(seq!), done) : Effect.sync(done)
+          })
+        })
       })
 
     /**
@@ -536,12 +547,13 @@ export const make = (
           (rows) => {
             const seq = rows[0]?.seq
             if (seq === null || seq === undefined) return missed
-            return Effect.gen(function*() {
-              const [taken] = yield* seqsOf(rows)
+            return Effect.flatMap(seqsOf(rows), ([taken]) => {
               committed = { seq: taken!, hash: row.hash }
-              if (notifyChannel === undefined) yield* feed.onCommit(taken!)
-              noted(requestRow)
-              return Option.some([writtenRow(taken!, event, row)] as ReadonlyArray<EventRow>)
+              const done = () => {
+                noted(requestRow)
+                return Option.some([writtenRow(taken!, event, row)] as ReadonlyArray<EventRow>)
+              }
+              return notifyChannel === undefined ? Effect.map(feed.onCommit(taken!), done) : Effect.sync(done)
             })
           }
         )
@@ -615,31 +627,36 @@ export const make = (
       const unknown = Array.from(firsts.keys()).filter((requestId) =>
         !pendingTexts.has(requestId)
       )
-      const settled = Effect.gen(function*() {
-        const read = unknown.length === 0 ? [] : yield* q.requestsById({ requestIds: unknown })
+      const read = unknown.length === 0 ? Effect.succeed([]) : q.requestsById({ requestIds: unknown })
+      const settled = Effect.flatMap(read, (rows) => {
         const texts = new Map<string, string>()
-        for (const row of read) texts.set(String(row.request_id), String(row.request))
-        const candidates: Array<{ readonly at: number; readonly before: string; readonly claimed: Transition }> = []
+        for (const row of rows) texts.set(String(row.request_id), String(row.request))
+        // the text of each request claimed, as read (or as this process wrote it); gone ones refused
+        const found: Array<{ readonly at: number; readonly before: string }> = []
         for (const [requestId, at] of firsts) {
           const before = texts.get(requestId) ?? pendingTexts.get(requestId)
-          if (before === undefined) {
-            exits[at] = Exit.succeed({ _tag: "Refused", current: Option.none() })
-            continue
-          }
-          const [request] = yield* entityRows.requestsOf([{ request: before }])
-          if (request!.status !== "pending") {
-            exits[at] = Exit.succeed({ _tag: "Refused", current: Option.some(request!) })
-            continue
-          }
-          // judged again by the statement, on the store's clock
-          if (!meets(inputs[at]!.claim, request!)) continue
-          const claimed = inputs[at]!.transition(request!)
-          if (Either.isRight(claimed) && claimed.right.events.length === 1) {
-            candidates.push({ at, before, claimed: claimed.right })
-          }
+          if (before === undefined) exits[at] = Exit.succeed({ _tag: "Refused", current: Option.none() })
+          else found.push({ at, before })
         }
-        if (candidates.length > 0) yield* writeClaimsAtOnce(kind, inputs, candidates, exits)
-        return exits
+        return Effect.flatMap(entityRows.requestsOf(found.map(({ before }) => ({ request: before }))), (requests) => {
+          const candidates: Array<{ readonly at: number; readonly before: string; readonly claimed: Transition }> = []
+          found.forEach(({ at, before }, i) => {
+            const request = requests[i]!
+            if (request.status !== "pending") {
+              exits[at] = Exit.succeed({ _tag: "Refused", current: Option.some(request) })
+              return
+            }
+            // judged again by the statement, on the store's clock
+            if (!meets(inputs[at]!.claim, request)) return
+            const claimed = inputs[at]!.transition(request)
+            if (Either.isRight(claimed) && claimed.right.events.length === 1) {
+              candidates.push({ at, before, claimed: claimed.right })
+            }
+          })
+          return candidates.length > 0
+            ? Effect.as(writeClaimsAtOnce(kind, inputs, candidates, exits), exits)
+            : Effect.succeed(exits)
+        })
       })
       // a read that failed leaves every claim to the transaction
       return Effect.catchAll(settled, () => Effect.succeed(new Array(inputs.length)))
@@ -695,15 +712,15 @@ export const make = (
         })
         const write = Effect.flatMap(q.claimsAtOnce[kind](rows), (result): Effect.Effect<void, Failure> => {
           if (result[0]?.seq === null || result[0]?.seq === undefined) return missed
-          return Effect.gen(function*() {
-            const last = known.seq + rows.length
-            committed = { seq: last, hash: prevHash }
-            if (notifyChannel === undefined) yield* feed.onCommit(last)
+          const last = known.seq + rows.length
+          committed = { seq: last, hash: prevHash }
+          const done = () => {
             for (const { at, event, request, requestRow } of written) {
               noted(requestRow)
               exits[at] = Exit.succeed({ _tag: "Claimed", request, events: [event] })
             }
-          })
+          }
+          return notifyChannel === undefined ? Effect.map(feed.onCommit(last), done) : Effect.sync(done)
         })
         const running = Deferred.unsafeMake<void>(fiber.id())
         atOnceRunning = running

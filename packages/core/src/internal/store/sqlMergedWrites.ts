@@ -135,15 +135,14 @@ export const make = (options: {
     run: (calls) =>
       calls.length === 1
         ? Effect.map(recordedByCall(calls[0]!.sessionKey, calls[0]!.toolCallId), (found) => [found])
-        : Effect.gen(function*() {
-          const rows = yield* q.recordedByCalls(calls)
+        : Effect.flatMap(q.recordedByCalls(calls), (rows) => {
           const bySession = new Map<unknown, Map<unknown, Array<Record<string, unknown>>>>()
           for (const row of rows) {
             const ids = bySession.get(row.session_key) ?? new Map()
             bySession.set(row.session_key, ids)
             ids.set(row.tool_call_id, [...(ids.get(row.tool_call_id) ?? []), row])
           }
-          return yield* Effect.forEach(
+          return Effect.forEach(
             calls,
             (call) => recordOf(bySession.get(call.sessionKey)?.get(call.toolCallId) ?? [])
           )
@@ -175,30 +174,33 @@ export const make = (options: {
     Failure
   > = {
     write: true,
-    run: (inputs) =>
-      Effect.gen(function*() {
-        if (inputs.length === 1) {
-          const { events, row } = inputs[0]!
-          return (yield* q.insertDecisionUnrequested(row)).length > 0
-            ? [{ _tag: "Inserted", events: yield* appendEvents(events) }]
-            : [yield* foundInstead(row.sessionKey, row.toolCallId)]
-        }
-        const firsts = firstsOf(inputs, (input) => input.row.sessionKey, (input) => input.row.toolCallId)
+    run: (inputs): Effect.Effect<ReadonlyArray<DecisionInsert>, Failure> => {
+      if (inputs.length === 1) {
+        const { events, row } = inputs[0]!
+        return Effect.flatMap(q.insertDecisionUnrequested(row), (rows) =>
+          rows.length > 0
+            ? Effect.map(appendEvents(events), (written) => [{ _tag: "Inserted", events: written }])
+            : Effect.map(foundInstead(row.sessionKey, row.toolCallId), (found) => [found]))
+      }
+      const firsts = firstsOf(inputs, (input) => input.row.sessionKey, (input) => input.row.toolCallId)
+      return Effect.flatMap(q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row)), (rows) => {
         const inserted = new Map<string, Set<unknown>>()
-        for (const row of yield* q.insertDecisionsUnrequested(Array.from(firsts, (input) => input.row))) {
+        for (const row of rows) {
           const key = String(row.session_key)
           inserted.set(key, (inserted.get(key) ?? new Set()).add(row.tool_call_id))
         }
-        const rowsOf = yield* appendEach(inputs.filter((input) =>
+        const made = inputs.filter((input) =>
           firsts.has(input) && inserted.get(input.row.sessionKey)?.has(input.row.toolCallId) === true
-        ))
-        return yield* Effect.forEach(inputs, (input) => {
-          const events = rowsOf.get(input)
-          return events === undefined
-            ? foundInstead(input.row.sessionKey, input.row.toolCallId)
-            : Effect.succeed<DecisionInsert>({ _tag: "Inserted", events })
-        })
+        )
+        return Effect.flatMap(appendEach(made), (rowsOf) =>
+          Effect.forEach(inputs, (input) => {
+            const events = rowsOf.get(input)
+            return events === undefined
+              ? foundInstead(input.row.sessionKey, input.row.toolCallId)
+              : Effect.succeed<DecisionInsert>({ _tag: "Inserted", events })
+          }))
       })
+    }
   }
 
   /**
@@ -213,19 +215,24 @@ export const make = (options: {
     write: true,
     // spends made `single` append no events: merged, they are `consumeMany` alone
     single: true,
-    run: (inputs) =>
-      Effect.gen(function*() {
-        if (inputs.length === 1) {
-          const { at, events, requestId } = inputs[0]!
-          return (yield* q.consume({ requestId, at })).length === 0 ? [undefined] : [yield* appendEvents(events)]
-        }
-        const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
-        const spent = new Set(
-          (yield* q.consumeMany(Array.from(firsts))).map((row) => row.request_id)
+    run: (inputs): Effect.Effect<ReadonlyArray<ReadonlyArray<EventRow> | undefined>, Failure> => {
+      if (inputs.length === 1) {
+        const { at, events, requestId } = inputs[0]!
+        return Effect.flatMap(
+          q.consume({ requestId, at }),
+          (rows): Effect.Effect<ReadonlyArray<ReadonlyArray<EventRow> | undefined>, Failure> =>
+            rows.length === 0 ? Effect.succeed([undefined]) : Effect.map(appendEvents(events), (written) => [written])
         )
-        const rowsOf = yield* appendEach(inputs.filter((input) => firsts.has(input) && spent.has(input.requestId)))
-        return inputs.map((input) => rowsOf.get(input))
+      }
+      const firsts = firstsOf(inputs, () => "", (input) => input.requestId)
+      return Effect.flatMap(q.consumeMany(Array.from(firsts)), (rows) => {
+        const spent = new Set(rows.map((row) => row.request_id))
+        return Effect.map(
+          appendEach(inputs.filter((input) => firsts.has(input) && spent.has(input.requestId))),
+          (rowsOf) => inputs.map((input) => rowsOf.get(input))
+        )
       })
+    }
   }
 
   type RequestInsert = Effect.Effect.Success<ReturnType<Encoded["insertRequest"]>>
@@ -257,70 +264,104 @@ export const make = (options: {
    */
   const newRequests: Batcher.Group<NewRequest, RequestInsert, Failure> = {
     write: true,
-    run: (inputs) =>
-      Effect.gen(function*() {
-        if (inputs.length === 1) {
-          const input = inputs[0]!
-          const free = yield* options.insertRequestIfFree(input)
-          if (Option.isSome(free)) {
-            if (Option.isNone(free.value)) return yield* reuseOf(input.request.requestId)
-            return [{ _tag: "Inserted", events: free.value.value }]
-          }
-          const call = input.request.toolCall
-          const rows = yield* q.recordedOrCovering({
-            sessionKey: call.sessionKey,
-            toolCallId: call.id,
-            toolName: call.name.toLowerCase(),
-            at: input.request.createdAt
-          })
-          const recorded = yield* recordOf(rows.filter((row) => row.approval === null))
-          const active = Option.isSome(recorded) ? [] : yield* approvalsOf(rows.filter((row) => row.approval !== null))
-          const found = yield* foundFor(recorded, active, input.covering)
-          if (found !== undefined) return [found]
-          const inserted = yield* insertRequests([input])
-          if (Option.isNone(inserted)) return yield* reuseOf(input.request.requestId)
-          return [{ _tag: "Inserted", events: inserted.value.get(input)! }]
-        }
-        const callOf = (input: NewRequest) => input.request.toolCall
-        const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
-        const recorded = yield* recordedCalls.run(
-          inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
-        )
-        const earliest = Math.min(...inputs.map((input) => input.request.createdAt))
-        const grantRows = yield* q.activeGrantsOf(inputs.map((input) => ({
-          sessionKey: callOf(input).sessionKey,
-          toolName: callOf(input).name.toLowerCase(),
-          at: earliest
-        })))
-        const results = new Map<NewRequest, RequestInsert>()
-        const toMake: Array<NewRequest> = []
-        for (let i = 0; i < inputs.length; i++) {
-          const input = inputs[i]!
-          if (!firsts.has(input)) continue
-          const call = callOf(input)
-          // active at the request's own time (one read served the batch from its earliest)
-          const rows = grantRows.filter((row) =>
-            row.session_key === call.sessionKey && row.tool_name === call.name.toLowerCase() &&
-            (options.clock === "database" || row.expires_at === null ||
-              Number(row.expires_at) > input.request.createdAt)
-          )
-          const found = yield* foundFor(recorded[i]!, yield* approvalsOf(rows), input.covering)
-          if (found === undefined) toMake.push(input)
-          else results.set(input, found)
-        }
-        const inserted = yield* insertRequests(toMake)
-        // writers are serialized and the batch's call ids were read above: only a request id
-        // already taken is left (the batch then runs call by call, and that call alone dies)
-        if (Option.isNone(inserted)) return yield* reuseOf("of this batch")
-        for (const [input, events] of inserted.value) results.set(input, { _tag: "Inserted", events })
-        return yield* Effect.forEach(inputs, (input) => {
-          const result = results.get(input)
-          return result !== undefined ? Effect.succeed(result) : Effect.flatMap(
-            recordedByCall(callOf(input).sessionKey, callOf(input).id),
-            (found) => Effect.map(foundFor(found, [], () => Either.right(-1)), (met) => met!)
-          )
-        })
+    run: (inputs) => inputs.length === 1 ? newRequest(inputs[0]!) : newRequestsMany(inputs)
+  }
+
+  /** A batch's one new request: in one statement when nothing stands in its way, else after its reads. */
+  const newRequest = (input: NewRequest): Effect.Effect<ReadonlyArray<RequestInsert>, Failure> =>
+    Effect.flatMap(options.insertRequestIfFree(input), (free) => {
+      if (Option.isSome(free)) {
+        return Option.isNone(free.value)
+          ? reuseOf(input.request.requestId)
+          : Effect.succeed([{ _tag: "Inserted", events: free.value.value }])
+      }
+      const call = input.request.toolCall
+      const read = q.recordedOrCovering({
+        sessionKey: call.sessionKey,
+        toolCallId: call.id,
+        toolName: call.name.toLowerCase(),
+        at: input.request.createdAt
       })
+      return Effect.flatMap(
+        read,
+        (rows) =>
+          Effect.flatMap(recordOf(rows.filter((row) => row.approval === null)), (recorded) =>
+            Effect.flatMap(
+              Option.isSome(recorded) ? Effect.succeed([]) : approvalsOf(rows.filter((row) => row.approval !== null)),
+              (active) =>
+                Effect.flatMap(foundFor(recorded, active, input.covering), (found) =>
+                  found !== undefined ? Effect.succeed([found]) : Effect.flatMap(
+                    insertRequests([input]),
+                    (inserted) =>
+                      Option.isNone(inserted)
+                        ? reuseOf(input.request.requestId)
+                        : Effect.succeed([{ _tag: "Inserted", events: inserted.value.get(input)! }])
+                  ))
+            ))
+      )
+    })
+
+  /**
+   * A batch's new requests: one read of their call ids' records, one of the session approvals that
+   * may cover them, one insert for the events of those still to be made, one for the requests.
+   */
+  const newRequestsMany = (inputs: ReadonlyArray<NewRequest>): Effect.Effect<ReadonlyArray<RequestInsert>, Failure> => {
+    const callOf = (input: NewRequest) => input.request.toolCall
+    const firsts = firstsOf(inputs, (input) => callOf(input).sessionKey, (input) => callOf(input).id)
+    const recordedAll = recordedCalls.run(
+      inputs.map((input) => ({ sessionKey: callOf(input).sessionKey, toolCallId: callOf(input).id }))
+    )
+    const earliest = Math.min(...inputs.map((input) => input.request.createdAt))
+    const grantsAll = q.activeGrantsOf(inputs.map((input) => ({
+      sessionKey: callOf(input).sessionKey,
+      toolName: callOf(input).name.toLowerCase(),
+      at: earliest
+    })))
+    /** What stands in the way of the `i`th input's request (a first of its call id): `undefined` when nothing. */
+    const foundOf = (
+      recorded: ReadonlyArray<CallRecord>,
+      grantRows: Effect.Effect.Success<ReturnType<typeof q.activeGrantsOf>>,
+      input: NewRequest,
+      i: number
+    ) => {
+      const call = callOf(input)
+      // active at the request's own time (one read served the batch from its earliest)
+      const rows = grantRows.filter((row) =>
+        row.session_key === call.sessionKey && row.tool_name === call.name.toLowerCase() &&
+        (options.clock === "database" || row.expires_at === null ||
+          Number(row.expires_at) > input.request.createdAt)
+      )
+      return Effect.flatMap(approvalsOf(rows), (active) => foundFor(recorded[i]!, active, input.covering))
+    }
+    return Effect.flatMap(recordedAll, (recorded) =>
+      Effect.flatMap(grantsAll, (grantRows) => {
+        const firstIndices = inputs.flatMap((input, i) => firsts.has(input) ? [i] : [])
+        return Effect.flatMap(
+          Effect.forEach(firstIndices, (i) => foundOf(recorded, grantRows, inputs[i]!, i)),
+          (founds) => {
+            const results = new Map<NewRequest, RequestInsert>()
+            const toMake: Array<NewRequest> = []
+            founds.forEach((found, k) => {
+              const input = inputs[firstIndices[k]!]!
+              if (found === undefined) toMake.push(input)
+              else results.set(input, found)
+            })
+            return Effect.flatMap(insertRequests(toMake), (inserted) => {
+              // writers are serialized and the batch's call ids were read above: only a request id
+              // already taken is left (the batch then runs call by call, and that call alone dies)
+              if (Option.isNone(inserted)) return reuseOf("of this batch")
+              for (const [input, events] of inserted.value) results.set(input, { _tag: "Inserted", events })
+              return Effect.forEach(inputs, (input) => {
+                const result = results.get(input)
+                return result !== undefined ? Effect.succeed(result) : Effect.flatMap(
+                  recordedByCall(callOf(input).sessionKey, callOf(input).id),
+                  (found) => Effect.map(foundFor(found, [], () => Either.right(-1)), (met) => met!)
+                )
+              })
+            })
+          }
+        )
+      }))
   }
 
   const refused = (requestId: string) =>
