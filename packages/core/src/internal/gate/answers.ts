@@ -155,11 +155,11 @@ export const make = (
   ): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> =>
     Effect.clockWith((clock) => {
       const now = clock.unsafeCurrentTimeMillis()
-      const answered = store.answer(requestId, now, (request) => {
+      const stored = store.answer(requestId, now, (request) => {
         const { grant, resolution } = resolutionFor(policy, request, response, now)
         return { resolution, event: AuditEvent.approvalResolved(request, resolution), grant }
       })
-      return Effect.flatMap(answered, (result): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> => {
+      return Effect.flatMap(stored, (result): Effect.Effect<ApprovalRequest.ApprovalRequest, RespondError> => {
         switch (result._tag) {
           case "NotFound":
             return Effect.fail(new RequestNotFound({ requestId }))

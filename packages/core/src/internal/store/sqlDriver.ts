@@ -261,6 +261,9 @@ export const make = (
       )
 
     const numbersOf = (rows: ReadonlyArray<EventRow>) => rows.map((row) => row.seq)
+    /** `then()` once the feed knows of this process's commit through `seq` (a NOTIFY in it tells the others). */
+    const afterCommit = <A>(seq: number, then: () => A): Effect.Effect<A, SqlError> =>
+      notifyChannel === undefined ? Effect.map(feed.onCommit(seq), then) : Effect.sync(then)
     /** Appends events: numbered consecutively and chained (writers are serialized), as rows. */
     const appendEvents = (events: ReadonlyArray<EventEncoded>): Effect.Effect<ReadonlyArray<EventRow>, Failure> =>
       events.length === 0 ? Effect.succeed([]) : Effect.flatMap(headNow, (after) => {
@@ -270,8 +273,7 @@ export const make = (
         return Effect.flatMap(Effect.flatMap(inserted, seqsOf), (seqs) => {
           after.hash = rows[rows.length - 1]!.hash
           after.seq = seqs[seqs.length - 1]!
-          const written = events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!))
-          return notifyChannel === undefined ? Effect.as(feed.onCommit(after.seq), written) : Effect.succeed(written)
+          return afterCommit(after.seq, () => events.map((event, i) => writtenRow(seqs[i]!, event, rows[i]!)))
         })
       })
 
@@ -325,12 +327,12 @@ export const make = (
           after.hash = events[events.length - 1]!.hash
           return Effect.flatMap(seqsOf(rows), (seqs) => {
             after.seq = seqs[seqs.length - 1]!
-            const rowsOf = new Map<W, ReadonlyArray<EventRow>>(
-              writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
-            )
-            return notifyChannel === undefined
-              ? Effect.as(feed.onCommit(after.seq), { rows, rowsOf })
-              : Effect.succeed({ rows, rowsOf })
+            return afterCommit(after.seq, () => ({
+              rows,
+              rowsOf: new Map<W, ReadonlyArray<EventRow>>(
+                writes.map((write, i) => [write, [writtenRow(seqs[i]!, write.events[0]!, events[i]!)]])
+              )
+            }))
           })
         })
       })
@@ -397,15 +399,14 @@ export const make = (
           after.hash = row.hash
           return Effect.flatMap(seqsOf(rows), ([seq]) => {
             after.seq = seq!
-            const done = () => {
+            return afterCommit(seq!, () => {
               noted(requestRow)
               return Option.some({
                 rows,
                 events: [writtenRow(seq!, event, row)] as ReadonlyArray<EventRow>,
                 requestRow
               })
-            }
-            return notifyChannel === undefined ? Effect.map(feed.onCommit(seq!), done) : Effect.sync(done)
+            })
           })
         })
       })
@@ -549,11 +550,10 @@ export const make = (
             if (seq === null || seq === undefined) return missed
             return Effect.flatMap(seqsOf(rows), ([taken]) => {
               committed = { seq: taken!, hash: row.hash }
-              const done = () => {
+              return afterCommit(taken!, () => {
                 noted(requestRow)
                 return Option.some([writtenRow(taken!, event, row)] as ReadonlyArray<EventRow>)
-              }
-              return notifyChannel === undefined ? Effect.map(feed.onCommit(taken!), done) : Effect.sync(done)
+              })
             })
           }
         )
@@ -714,13 +714,12 @@ export const make = (
           if (result[0]?.seq === null || result[0]?.seq === undefined) return missed
           const last = known.seq + rows.length
           committed = { seq: last, hash: prevHash }
-          const done = () => {
+          return afterCommit(last, () => {
             for (const { at, event, request, requestRow } of written) {
               noted(requestRow)
               exits[at] = Exit.succeed({ _tag: "Claimed", request, events: [event] })
             }
-          }
-          return notifyChannel === undefined ? Effect.map(feed.onCommit(last), done) : Effect.sync(done)
+          })
         })
         const running = Deferred.unsafeMake<void>(fiber.id())
         atOnceRunning = running
