@@ -283,23 +283,28 @@ export const make = (options: {
         at: input.request.createdAt
       })
       return Effect.flatMap(
-        read,
-        (rows) =>
-          Effect.flatMap(recordOf(rows.filter((row) => row.approval === null)), (recorded) =>
-            Effect.flatMap(
-              Option.isSome(recorded) ? Effect.succeed([]) : approvalsOf(rows.filter((row) => row.approval !== null)),
-              (active) =>
-                Effect.flatMap(foundFor(recorded, active, input.covering), (found) =>
-                  found !== undefined ? Effect.succeed([found]) : Effect.flatMap(
-                    insertRequests([input]),
-                    (inserted) =>
-                      Option.isNone(inserted)
-                        ? reuseOf(input.request.requestId)
-                        : Effect.succeed([{ _tag: "Inserted", events: inserted.value.get(input)! }])
-                  ))
-            ))
+        Effect.flatMap(read, (rows) => foundIn(rows, input.covering)),
+        (found) => found !== undefined ? Effect.succeed([found]) : insertOne(input)
       )
     })
+
+  /** What stands in a request's way in one read of its call id's records and its session's approvals. */
+  const foundIn = (rows: ReadonlyArray<Record<string, unknown>>, covering: NewRequest["covering"]) =>
+    Effect.flatMap(
+      recordOf(rows.filter((row) => row.approval === null)),
+      (recorded) =>
+        Effect.flatMap(
+          Option.isSome(recorded) ? Effect.succeed([]) : approvalsOf(rows.filter((row) => row.approval !== null)),
+          (active) => foundFor(recorded, active, covering)
+        )
+    )
+
+  /** One new request inserted (its id already taken: a defect). */
+  const insertOne = (input: NewRequest): Effect.Effect<ReadonlyArray<RequestInsert>, Failure> =>
+    Effect.flatMap(insertRequests([input]), (inserted) =>
+      Option.isNone(inserted)
+        ? reuseOf(input.request.requestId)
+        : Effect.succeed([{ _tag: "Inserted", events: inserted.value.get(input)! }]))
 
   /**
    * A batch's new requests: one read of their call ids' records, one of the session approvals that
