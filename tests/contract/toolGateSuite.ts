@@ -214,6 +214,26 @@ export const toolGateSuite = <E>(
           expect(events.filter((e) => e.type === "approval.expired")).toHaveLength(1)
           expect(events.filter((e) => e.type === "approval.resolved")).toHaveLength(0)
         }))
+
+      test("countPending: the requests pending and the log's last seq, as of one moment; answered and expired ones leave", () =>
+        Effect.gen(function*() {
+          const gate = yield* ToolGate.ToolGate
+          const store = yield* ApprovalStore.ApprovalStore
+          expect(yield* store.countPending).toEqual({ pending: 0, seq: yield* store.lastSeq })
+          const [answered, kept] = (yield* Effect.forEach(
+            [call("c1", "bash", "s1"), call("c2", "bash", "s2"), call("c3", "mcp__github__x", "s1")],
+            (c) => gate.authorize(c)
+          )).map(asPause)
+          const expiring = asPause(yield* gate.authorize(call("c4", "deploy", "s3")))
+          expect(yield* store.countPending).toEqual({ pending: 4, seq: yield* store.lastSeq })
+          yield* gate.respond(answered!.requestId, { decision: "deny" })
+          yield* gate.extend(kept!.requestId, "10 minutes")
+          yield* advance("61 seconds")
+          expect((yield* gate.getRequest(expiring.requestId)).status).toBe("expired")
+          const counted = yield* store.countPending
+          expect(counted).toEqual({ pending: 2, seq: yield* store.lastSeq })
+          expect(counted.pending).toBe((yield* store.listPending()).length)
+        }))
     })
 
     describe("answers", () => {

@@ -138,6 +138,19 @@ export interface RevokeQuery {
 }
 
 /**
+ * The requests pending at one moment, and the log's last seq then: every event up to `seq` is
+ * reflected in `pending`, none after it (a reader that counts the events after `seq` keeps the
+ * figure exact).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PendingCount {
+  readonly pending: number
+  readonly seq: number
+}
+
+/**
  * An event of the log as its hash chain covers it (`AuditChain`): its number, the hashes stored
  * with it (absent on events written before the store chained them) and its JSON text as stored.
  *
@@ -248,6 +261,13 @@ export interface Service {
   readonly listPending: (
     options?: { readonly sessionKey?: string | undefined; readonly limit?: number | undefined }
   ) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
+  /**
+   * How many requests are pending, with the log's last seq read at the same moment (no request is
+   * read or decoded).
+   *
+   * @since 0.2.0
+   */
+  readonly countPending: Effect.Effect<PendingCount, PersistenceError>
   /** Pending requests whose `expiresAt` is at or before `at`, oldest deadline first. */
   readonly listDue: (at: number) => Effect.Effect<ReadonlyArray<ApprovalRequest>, PersistenceError>
   /**
@@ -486,6 +506,7 @@ export interface Encoded {
   readonly listPending: (
     options?: { readonly sessionKey?: string | undefined; readonly limit?: number | undefined }
   ) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
+  readonly countPending: Effect.Effect<PendingCount, PersistenceError>
   readonly listDue: (at: number) => Effect.Effect<ReadonlyArray<RequestEncoded>, PersistenceError>
   readonly listToWarn: (
     at: number,

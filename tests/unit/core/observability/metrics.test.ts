@@ -3,7 +3,7 @@
  * moves by exactly what the gate did. The registry is the process's, shared by every test of the
  * run, so each test compares values before and after what it does.
  */
-import { ApprovalStore, PauseSignal, Policy, ToolGate, ToolGateMetrics } from "@tool-gate/core"
+import { ApprovalStore, PauseSignal, Policy, ToolGate, ToolGateError, ToolGateMetrics } from "@tool-gate/core"
 import { expect } from "bun:test"
 import { Context, Effect, Exit, Layer, Metric, Scope, Stream, TestClock } from "effect"
 import { join } from "node:path"
@@ -62,6 +62,31 @@ const heard = <A, E, R>(gate: ToolGate.ToolGate["Type"], events: number, body: E
     yield* listening.await
     return result
   })
+
+/** `store` with bash calls `ids` pending, asked through a gate that is closed again; their answers. */
+const backlog = (store: Layer.Layer<ApprovalStore.ApprovalStore>, ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const gate = yield* gateOn(store).pipe(Scope.extend(scope))
+    const asked = yield* heard(
+      gate,
+      ids.length,
+      Effect.forEach(ids, (id) => gate.authorize({ id, name: "bash", sessionKey: "s1" }))
+    )
+    yield* Scope.close(scope, Exit.void)
+    return asked
+  })
+
+/** `store` with some of its operations replaced by `change`, given the store's own. */
+const changed = (
+  store: Layer.Layer<ApprovalStore.ApprovalStore>,
+  change: (inner: ApprovalStore.ApprovalStore["Type"]) => Partial<ApprovalStore.ApprovalStore["Type"]>
+) =>
+  Layer.effect(
+    ApprovalStore.ApprovalStore,
+    Effect.map(ApprovalStore.ApprovalStore, (inner) => ({ ...inner, ...change(inner) }))
+  )
+    .pipe(Layer.provide(store))
 
 for (const [storeName, open] of stores) {
   describe(`the gate's metrics (${storeName})`, () => {
@@ -196,6 +221,49 @@ for (const [storeName, open] of stores) {
         const reopened = yield* gateOn(store)
         yield* heard(reopened, 1, reopened.authorize({ id: "b4", name: "bash", sessionKey: "s2" }))
         expect((yield* pendingGauge) - start).toBe(3)
+      }))
+
+    it.scoped("pending requests: a gate opening a store with a backlog counts it without reading a request, and follows it from there", () =>
+      Effect.gen(function*() {
+        const store = yield* open
+        const start = yield* pendingGauge
+        const [one] = yield* backlog(store, ["b1", "b2", "b3", "b4"])
+        expect((yield* pendingGauge) - start).toBe(0)
+
+        // the reopened gate's store lists nothing: what it lists is read and decoded, request by request
+        let listed = 0
+        const reopened = yield* gateOn(changed(store, (inner) => ({
+          listPending: (options) => {
+            listed++
+            return inner.listPending(options)
+          }
+        })))
+        if (!PauseSignal.isPauseSignal(one)) throw new Error("expected a pause")
+        yield* heard(reopened, 1, reopened.respond(one.requestId, { decision: "deny" }))
+        expect((yield* pendingGauge) - start).toBe(3)
+        yield* heard(reopened, 1, reopened.authorize({ id: "b5", name: "bash", sessionKey: "s2" }))
+        expect((yield* pendingGauge) - start).toBe(4)
+        expect(listed).toBe(0)
+      }))
+
+    it.scoped("pending requests: a count that fails is tried again before the next events, and the gauge is exact from there", () =>
+      Effect.gen(function*() {
+        const store = yield* open
+        const start = yield* pendingGauge
+        yield* backlog(store, ["b1", "b2"])
+        let counts = 0
+        const reopened = yield* gateOn(changed(store, (inner) => ({
+          countPending: Effect.suspend(() =>
+            counts++ === 0
+              ? Effect.fail(new ToolGateError.PersistenceError({ operation: "countPending", cause: "down" }))
+              : inner.countPending
+          )
+        })))
+        yield* heard(reopened, 1, reopened.authorize({ id: "b3", name: "bash", sessionKey: "s2" }))
+        expect(counts).toBe(2)
+        expect((yield* pendingGauge) - start).toBe(3)
+        yield* heard(reopened, 1, reopened.authorize({ id: "b4", name: "bash", sessionKey: "s2" }))
+        expect((yield* pendingGauge) - start).toBe(4)
       }))
 
     it.scoped("store latency: with storeMetrics, each store operation of the gate is timed under its name", () =>

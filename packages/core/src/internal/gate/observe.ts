@@ -367,8 +367,8 @@ export const timedStore = (store: ApprovalStore["Type"]): ApprovalStore["Type"] 
       })
     })
   const metrics = Object.fromEntries(
-    [...operations, "lastSeq", "chainLinks"].map((name) => [name, ToolGateMetrics.storeDurationOf(name)])
-  ) as Record<typeof operations[number] | "lastSeq" | "chainLinks", Metric.Metric.Histogram<number>>
+    [...operations, ...readings].map((name) => [name, ToolGateMetrics.storeDurationOf(name)])
+  ) as Record<typeof operations[number] | typeof readings[number], Metric.Metric.Histogram<number>>
   // spelled out, so the store keeps one shape (and the compiler checks that none is missed)
   return {
     append: (...args) => timed(metrics.append, store.append(...args)),
@@ -383,6 +383,7 @@ export const timedStore = (store: ApprovalStore["Type"]): ApprovalStore["Type"] 
     findRecorded: (...args) => timed(metrics.findRecorded, store.findRecorded(...args)),
     recordDecision: (...args) => timed(metrics.recordDecision, store.recordDecision(...args)),
     listPending: (...args) => timed(metrics.listPending, store.listPending(...args)),
+    countPending: timed(metrics.countPending, store.countPending),
     listDue: (...args) => timed(metrics.listDue, store.listDue(...args)),
     listToWarn: (...args) => timed(metrics.listToWarn, store.listToWarn(...args)),
     grant: (...args) => timed(metrics.grant, store.grant(...args)),
@@ -396,6 +397,9 @@ export const timedStore = (store: ApprovalStore["Type"]): ApprovalStore["Type"] 
     subscribe: store.subscribe
   }
 }
+
+/** The store's reads that are effects, not functions of arguments. */
+const readings = ["countPending", "lastSeq"] as const
 
 const operations = [
   "append",
@@ -417,5 +421,6 @@ const operations = [
   "revokeWhere",
   "sessionApprovals",
   "events",
-  "tail"
+  "tail",
+  "chainLinks"
 ] as const

@@ -375,6 +375,7 @@ export const makeEncoded = (driver: Encoded): Effect.Effect<Service, Persistence
       },
 
       listPending: (options) => Effect.flatMap(driver.listPending(options), decodeAll("listPending", codecs.request)),
+      countPending: driver.countPending,
       listDue: (at) => Effect.flatMap(driver.listDue(at), decodeAll("listDue", codecs.request)),
       listToWarn: (at, warnBeforeMs) =>
         Effect.flatMap(driver.listToWarn(at, warnBeforeMs), decodeAll("listToWarn", codecs.request)),

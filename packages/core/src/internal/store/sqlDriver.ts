@@ -22,7 +22,7 @@ import * as Newest from "../newest.js"
 import * as Batcher from "../sqlBatcher.js"
 import { lockKey, type Tables } from "../sqlSchema.js"
 import { meets } from "./claims.js"
-import { first, fromEither, seqsOf, textOrNot } from "./sqlEntityRows.js"
+import { first, fromEither, pendingCountOf, seqsOf, textOrNot } from "./sqlEntityRows.js"
 import * as EntityRows from "./sqlEntityRows.js"
 import * as Merged from "./sqlMergedWrites.js"
 import * as Statements from "./sqlStatements.js"
@@ -922,6 +922,8 @@ export const make = (
           ]),
           sql`ORDER BY created_at, requested_seq ${query?.limit !== undefined ? sql`LIMIT ${query.limit}` : sql``}`
         ),
+
+      countPending: read("countPending", Effect.flatMap(q.pendingCount({}), pendingCountOf)),
 
       listDue: (at) =>
         selectRequests(

@@ -5,6 +5,7 @@ import type {
   DecisionEncoded,
   EventEncoded,
   EventRow,
+  PendingCount,
   RequestEncoded
 } from "../../ApprovalStore.js"
 import { BuiltEvent } from "../builtEvent.js"
@@ -45,6 +46,16 @@ const filteredColumns = ["at", "type", "outcome", "session_key", "tool_call_id",
 
 /** The first row, if any. */
 export const first = <A>(rows: ReadonlyArray<A>): Option.Option<A> => Option.fromNullable(rows[0])
+
+/** The pending requests and the log's last seq of `pendingCount`'s row (the `MAX` of an empty log reads as 0). */
+export const pendingCountOf = (rows: ReadonlyArray<Row>): Effect.Effect<PendingCount, ParseResult.ParseError> => {
+  const row = rows[0]
+  const pending = Rows.dbInt(row?.pending ?? 0)
+  if (Either.isLeft(pending)) return Effect.fail(pending.left)
+  const seq = Rows.dbInt(row?.seq ?? 0)
+  if (Either.isLeft(seq)) return Effect.fail(seq.left)
+  return Effect.succeed({ pending: pending.right, seq: seq.right })
+}
 
 /** Event sequence numbers in ascending order (the `MAX` of an empty log reads as 0). */
 export const seqsOf = (rows: ReadonlyArray<Row>): Effect.Effect<Array<number>, ParseResult.ParseError> => {

@@ -450,6 +450,12 @@ export const make = (
   return {
     lastSeq: statement<{}>(() => sql`SELECT MAX(seq) AS seq FROM ${events}`),
 
+    /** The pending requests and the log's last seq, in one statement: one snapshot holds both. */
+    pendingCount: statement<{}>(() =>
+      sql`SELECT (SELECT COUNT(*) FROM ${requests} WHERE status = 'pending') AS pending,
+        (SELECT MAX(seq) FROM ${events}) AS seq`
+    ),
+
     /** The seq and hash of the log's last event (the chain's head); no row when the log is empty. */
     chainHead: statement<{}>(() => chainHeadOf(sql, t)),
 
