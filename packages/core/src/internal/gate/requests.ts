@@ -55,6 +55,12 @@ export const newRequest = (
   }
 }
 
+/**
+ * Expiries and warnings a sweep has in flight at once: enough to fill the store's batches, few
+ * enough that live calls still find room in each.
+ */
+const SWEEP_IN_FLIGHT = 64
+
 /** The request-lifecycle part of the gate. */
 export const make = (options: {
   readonly store: ApprovalStore["Type"]
@@ -162,16 +168,19 @@ export const make = (options: {
       }
     })
 
-  /** One sweep: expires overdue requests and emits due warnings. */
+  /**
+   * One sweep: expires overdue requests and emits due warnings. A backlog (a gate that was down past
+   * its requests' deadlines) goes `SWEEP_IN_FLIGHT` at a time, so the store commits it in batches.
+   */
   const sweep = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const due = yield* store.listDue(now)
-    const expired = yield* Effect.forEach(due, (request) => expire(request, now))
+    const expired = yield* Effect.forEach(due, (request) => expire(request, now), { concurrency: SWEEP_IN_FLIGHT })
     const toWarn = yield* store.listToWarn(now, warnBeforeMs)
     yield* Effect.forEach(
       toWarn,
       (request) => store.markWarned(request.requestId, AuditEvent.approvalExpiring(request, now)),
-      { discard: true }
+      { concurrency: SWEEP_IN_FLIGHT, discard: true }
     )
     return expired.filter((request) => request.status === "expired")
   })
