@@ -24,11 +24,9 @@ export const sqliteClient = (filename: string) => SqliteClient.layer({ filename,
 
 /**
  * Test stores judge deadlines at the time the gate passes in (its `TestClock`), unless a test asks
- * for the database's clock: the TestClock starts at the epoch, where every deadline has passed.
- */
-/**
- * On the TestClock; on PostgreSQL keeping its connections, as `@tool-gate/pg` does with its
- * default pool (the tests' pools have the default size).
+ * for the database's clock: the TestClock starts at the epoch, where every deadline has passed. On
+ * PostgreSQL they keep their connections, as `@tool-gate/pg` does with its default pool (the
+ * tests' pools have the default size).
  */
 const testOptions = (options?: SqlApprovalStore.Options): SqlApprovalStore.Options => ({
   clock: "caller",
