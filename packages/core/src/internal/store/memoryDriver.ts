@@ -173,11 +173,7 @@ export const makeMemoryDriver = (): Encoded => {
           .sort((a, b) => a.createdAt - b.createdAt)
         return options?.limit === undefined ? out : out.slice(0, options.limit)
       }),
-    countPending: Effect.sync(() => {
-      let count = 0
-      for (const request of requests.values()) if (request.status === "pending") count++
-      return { pending: count, seq: log.length }
-    }),
+    countPending: Effect.sync(() => ({ pending: pending().length, seq: log.length })),
     listDue: (at) => Effect.sync(() => pending().filter((r) => r.expiresAt <= at).sort(byExpiry)),
     listToWarn: (at, warnBeforeMs) =>
       Effect.sync(() =>
